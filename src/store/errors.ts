@@ -1,0 +1,47 @@
+/**
+ * StoreErrorCode is the closed set of failure categories an adapter may report. Callers act on
+ * the code (and, for NOT_FOUND and ALREADY_EXISTS, the resource), never on the message.
+ */
+export type StoreErrorCode =
+  /** The named resource does not exist. `resource` and `name` say which. */
+  | 'NOT_FOUND'
+  /** The resource to create exists already. */
+  | 'ALREADY_EXISTS'
+  /** The backend cannot be reached or refused the call for now; retrying later may succeed. */
+  | 'UNAVAILABLE'
+  /** The call did not finish before its deadline. */
+  | 'DEADLINE_EXCEEDED'
+  /** Anything else: a bug, a misconfiguration, an answer the adapter did not expect. */
+  | 'INTERNAL';
+
+/** The kinds of thing a NOT_FOUND or ALREADY_EXISTS error can name. */
+export type StoreResource = 'instance' | 'table' | 'columnFamily';
+
+export interface StoreErrorOptions {
+  resource?: StoreResource;
+  /** Name of the missing or existing resource, as the caller gave it. */
+  name?: string;
+  cause?: unknown;
+}
+
+/**
+ * StoreError is the only error an adapter throws. Its message is for operators' logs; what a
+ * caller sees is derived from code, resource and name alone.
+ */
+export class StoreError extends Error {
+  readonly code: StoreErrorCode;
+  readonly resource: StoreResource | undefined;
+  readonly resourceName: string | undefined;
+
+  constructor(code: StoreErrorCode, message: string, options: StoreErrorOptions = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = 'StoreError';
+    this.code = code;
+    this.resource = options.resource;
+    this.resourceName = options.name;
+  }
+}
+
+export function isStoreError(error: unknown, code?: StoreErrorCode): error is StoreError {
+  return error instanceof StoreError && (code === undefined || error.code === code);
+}
