@@ -1,0 +1,48 @@
+import { isUtf8 } from 'node:buffer';
+import type { Cell } from '../store/store.ts';
+import { formatTimestamp } from './timestamps.ts';
+
+/**
+ * The API's cell shape. Column names and values are UTF-8 text, or, when `encoding` is "base64",
+ * both are base64 of arbitrary bytes. readCellData answers in the same shape insertData accepts.
+ */
+export interface CellInput {
+  readonly columnFamily: string;
+  readonly columnName: string;
+  readonly columnValue: string;
+  readonly encoding?: 'base64';
+}
+
+export interface CellOutput extends CellInput {
+  /** RFC 3339, UTC, with microseconds. */
+  readonly timestamp: string;
+}
+
+/** The bytes a cell's column name and value stand for. Input must have passed validation. */
+export function cellBytes(cell: CellInput): { qualifier: Buffer; value: Buffer } {
+  const encoding = cell.encoding === 'base64' ? 'base64' : 'utf8';
+  return { qualifier: Buffer.from(cell.columnName, encoding), value: Buffer.from(cell.columnValue, encoding) };
+}
+
+/**
+ * toCellOutput renders a stored cell. Text is returned as is when both column name and value are
+ * valid UTF-8; otherwise both are returned as base64 and the cell is marked, so no byte is lost.
+ */
+export function toCellOutput(cell: Cell): CellOutput {
+  const timestamp = formatTimestamp(cell.timestampMicros);
+  if (isUtf8(cell.qualifier) && isUtf8(cell.value)) {
+    return {
+      columnFamily: cell.family,
+      columnName: cell.qualifier.toString('utf8'),
+      columnValue: cell.value.toString('utf8'),
+      timestamp,
+    };
+  }
+  return {
+    columnFamily: cell.family,
+    columnName: cell.qualifier.toString('base64'),
+    columnValue: cell.value.toString('base64'),
+    encoding: 'base64',
+    timestamp,
+  };
+}

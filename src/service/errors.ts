@@ -1,0 +1,61 @@
+/**
+ * ErrorCode is the closed set of stable error codes of the API. Clients act on these; each has
+ * one HTTP status (see http/problems.ts). Adding a code is a contract change.
+ */
+export const ERROR_CODES = [
+  'VALIDATION_FAILED',
+  'MALFORMED_JSON',
+  'UNSUPPORTED_MEDIA_TYPE',
+  'PAYLOAD_TOO_LARGE',
+  'INSTANCE_NOT_FOUND',
+  'TABLE_NOT_FOUND',
+  'COLUMN_FAMILY_NOT_FOUND',
+  'ROW_NOT_FOUND',
+  'ROUTE_NOT_FOUND',
+  'METHOD_NOT_ALLOWED',
+  'TABLE_ALREADY_EXISTS',
+  'BACKEND_UNAVAILABLE',
+  'DEADLINE_EXCEEDED',
+  'INTERNAL',
+] as const;
+
+export type ErrorCode = (typeof ERROR_CODES)[number];
+
+/** One problem with one field of a request. */
+export interface FieldError {
+  /** Path of the field, such as `data[1].columnValue`; empty for the request body as a whole. */
+  readonly path: string;
+  readonly message: string;
+}
+
+/**
+ * ApiError is a failure the caller is meant to see: its code, detail and extension members go
+ * into the problem document as they are, so they must never carry backend internals.
+ */
+export class ApiError extends Error {
+  readonly code: ErrorCode;
+  readonly detail: string;
+  readonly extensions: Readonly<Record<string, unknown>>;
+
+  constructor(code: ErrorCode, detail: string, extensions: Record<string, unknown> = {}, cause?: unknown) {
+    super(detail, cause === undefined ? undefined : { cause });
+    this.name = 'ApiError';
+    this.code = code;
+    this.detail = detail;
+    this.extensions = extensions;
+  }
+}
+
+/**
+ * IncompleteOperationError reports a multi-step operation that failed part-way: `cause` is the
+ * failure (it decides the code and status), `progress` says what was and was not done.
+ */
+export class IncompleteOperationError extends Error {
+  readonly progress: Readonly<Record<string, unknown>>;
+
+  constructor(cause: unknown, progress: Record<string, unknown>) {
+    super('operation failed part-way', { cause });
+    this.name = 'IncompleteOperationError';
+    this.progress = progress;
+  }
+}
