@@ -1,0 +1,51 @@
+import { readFileSync } from 'node:fs';
+import { Router } from '@koa/router';
+import Koa from 'koa';
+import type { Logger } from 'pino';
+import type { Config } from './config.ts';
+import type { AppState } from './http/app-state.ts';
+import { problemResponder } from './http/middleware/problem-responder.ts';
+import { requestId } from './http/middleware/request-id.ts';
+import { buildOpenApiDocument } from './http/openapi.ts';
+import { docsRoutes } from './http/routes/docs.ts';
+import { healthRoutes } from './http/routes/health.ts';
+import { v1Routes } from './http/routes/v1.ts';
+import { TableService } from './service/table-service.ts';
+import type { DataStore } from './store/store.ts';
+
+const VERSION = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+
+export interface AppDeps {
+  readonly config: Pick<Config, 'instanceIds' | 'maxBodyBytes' | 'storeTimeoutMs'>;
+  readonly store: DataStore;
+  readonly logger: Logger;
+}
+
+/**
+ * createApp wires the service: HTTP middleware and routes in front of the TableService, in front
+ * of whichever DataStore it is given. The only place that knows all the layers.
+ */
+export function createApp({ config, store, logger }: AppDeps): Koa<AppState> {
+  const service = new TableService({ store, instanceIds: config.instanceIds, storeTimeoutMs: config.storeTimeoutMs });
+  const openApi = buildOpenApiDocument({ version: VERSION, instanceIds: config.instanceIds, maxBodyBytes: config.maxBodyBytes });
+
+  const router = new Router<AppState>();
+  healthRoutes(router, service);
+  docsRoutes(router, openApi);
+  v1Routes(router, service, { maxBodyBytes: config.maxBodyBytes });
+
+  const app = new Koa<AppState>();
+  app.use(requestId());
+  app.use(problemResponder());
+  app.use(router.routes());
+  app.use(router.allowedMethods());
+
+  // problemResponder emits server-side failures here with their cause; the caller saw only the code.
+  app.on('error', (error: unknown, ctx?: Koa.Context) => {
+    logger.error(
+      { err: error, requestId: ctx?.state['requestId'], method: ctx?.method, path: ctx?.path, status: ctx?.status },
+      'request failed',
+    );
+  });
+  return app;
+}

@@ -1,0 +1,41 @@
+import type { Middleware } from 'koa';
+import { ApiError } from '../../service/errors.ts';
+import type { AppState } from '../app-state.ts';
+import { toProblem } from '../problems.ts';
+
+/** Seconds a caller should wait before retrying after a 503. */
+const RETRY_AFTER_SECONDS = 1;
+
+/**
+ * problemResponder is the one place errors become responses: whatever a later middleware throws
+ * is answered as an RFC 9457 `application/problem+json` document. Server-side failures are also
+ * emitted as the app's 'error' event, so the cause is logged while the caller sees only the code.
+ * Requests nothing answered (unknown path, or a path without this method) get problems too.
+ */
+export function problemResponder(): Middleware<AppState> {
+  return async (ctx, next) => {
+    try {
+      await next();
+      if (ctx.body === undefined || ctx.body === null) {
+        throwForUnanswered(ctx.status, ctx.method, ctx.path, ctx.response.get('Allow'));
+      }
+    } catch (error) {
+      const problem = toProblem(error, { path: ctx.path, requestId: ctx.state.requestId });
+      ctx.status = problem.status;
+      ctx.type = 'application/problem+json';
+      ctx.body = problem;
+      if (problem.status === 503) ctx.set('Retry-After', String(RETRY_AFTER_SECONDS));
+      if (problem.status >= 500) ctx.app.emit('error', error, ctx);
+    }
+  };
+}
+
+// The router leaves 405 (known path, other method) or 501 (a method no route has) without a body.
+function throwForUnanswered(status: number, method: string, path: string, allow: string): void {
+  if ((status === 405 || status === 501) && allow !== '') {
+    throw new ApiError('METHOD_NOT_ALLOWED', `${method} is not allowed on ${path}; allowed: ${allow}.`);
+  }
+  if (status === 404 || status === 405 || status === 501) {
+    throw new ApiError('ROUTE_NOT_FOUND', `No endpoint at ${path}.`);
+  }
+}

@@ -1,0 +1,174 @@
+import type Joi from 'joi';
+import joiToJson from 'joi-to-json';
+import type { ErrorCode } from '../service/errors.ts';
+import { PROBLEM_TYPES } from './problems.ts';
+import { V1_OPERATIONS, operationErrors, type Operation } from './routes/v1.ts';
+import * as schemas from './schemas.ts';
+
+type JsonObject = Record<string, unknown>;
+
+export interface OpenApiOptions {
+  readonly version: string;
+  readonly instanceIds: readonly string[];
+  readonly maxBodyBytes: number;
+}
+
+const PROBLEM_JSON = 'application/problem+json';
+const ref = (kind: string, name: string) => ({ $ref: `#/components/${kind}/${name}` });
+// joi-to-json is CommonJS (module.exports = parse) and its types say otherwise; it takes a schema instance.
+const parse = joiToJson as unknown as (schema: Joi.Schema, mode: 'open-api-3.1') => JsonObject;
+const toJsonSchema = (schema: Joi.Schema): JsonObject => parse(schema, 'open-api-3.1');
+const componentName = (operation: Operation, suffix: string) =>
+  `${operation.operationId[0]?.toUpperCase() ?? ''}${operation.operationId.slice(1)}${suffix}`;
+
+/**
+ * buildOpenApiDocument describes the running service as OpenAPI 3.1, from the same operation list
+ * and joi schemas that route and validate requests. Served at /openapi.json and by the explorer.
+ */
+export function buildOpenApiDocument(options: OpenApiOptions): JsonObject {
+  const componentSchemas: JsonObject = {
+    Problem: toJsonSchema(schemas.problem),
+    Health: toJsonSchema(schemas.healthResponse),
+  };
+  const paths: Record<string, JsonObject> = {};
+
+  for (const operation of V1_OPERATIONS) {
+    const successName = componentName(operation, 'Response');
+    componentSchemas[successName] = toJsonSchema(operation.success.schema);
+    const entry: JsonObject = {
+      operationId: operation.operationId,
+      tags: ['v1'],
+      summary: operation.summary,
+      description: operation.description,
+      parameters: [ref('parameters', 'instanceID'), ...queryParameters(operation)],
+      responses: {
+        [operation.success.status]: {
+          description: operation.success.description,
+          headers: { 'X-Request-Id': ref('headers', 'X-Request-Id') },
+          content: { 'application/json': { schema: ref('schemas', successName) } },
+        },
+        ...problemResponses(operationErrors(operation)),
+      },
+    };
+    if (operation.body) {
+      const requestName = componentName(operation, 'Request');
+      componentSchemas[requestName] = toJsonSchema(operation.body);
+      entry['requestBody'] = { required: true, content: { 'application/json': { schema: ref('schemas', requestName) } } };
+    }
+    paths[operation.path] = { ...paths[operation.path], [operation.method]: entry };
+  }
+
+  paths['/healthz'] = {
+    get: {
+      operationId: 'healthz',
+      tags: ['operations'],
+      summary: 'Liveness: the process serves HTTP',
+      description: 'Makes no call to the data store.',
+      responses: { 200: { description: 'Alive.', content: { 'application/json': { schema: ref('schemas', 'Health') } } } },
+    },
+  };
+  paths['/readyz'] = {
+    get: {
+      operationId: 'readyz',
+      tags: ['operations'],
+      summary: 'Readiness: the data store answers',
+      responses: {
+        200: { description: 'Ready.', content: { 'application/json': { schema: ref('schemas', 'Health') } } },
+        ...problemResponses(['BACKEND_UNAVAILABLE']),
+      },
+    },
+  };
+
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'kvcrud',
+      version: options.version,
+      summary: 'HTTP/JSON gateway to wide-column data stores.',
+      description: describeService(options),
+      license: { name: 'Apache-2.0', identifier: 'Apache-2.0' },
+    },
+    tags: [
+      { name: 'v1', description: 'Tables, rows and cells.' },
+      { name: 'operations', description: 'Probes for orchestrators.' },
+    ],
+    paths,
+    components: {
+      schemas: componentSchemas,
+      parameters: {
+        instanceID: {
+          name: 'instanceID',
+          in: 'path',
+          required: true,
+          description: `A served instance: ${options.instanceIds.map((id) => `\`${id}\``).join(', ')}.`,
+          schema: { type: 'string' },
+          example: options.instanceIds[0],
+        },
+      },
+      headers: {
+        'X-Request-Id': {
+          description: "The request's id: the caller's X-Request-Id when given (printable ASCII, up to 128), else a new UUID.",
+          schema: { type: 'string' },
+        },
+        'Retry-After': { description: 'Seconds to wait before retrying.', schema: { type: 'integer' } },
+      },
+    },
+  };
+}
+
+function queryParameters(operation: Operation): JsonObject[] {
+  if (!operation.query) return [];
+  const schema = toJsonSchema(operation.query) as { properties?: Record<string, JsonObject>; required?: string[] };
+  return Object.entries(schema.properties ?? {}).map(([name, property]) => {
+    const { description, examples, ...rest } = property as { description?: string; examples?: unknown[] };
+    return {
+      name,
+      in: 'query',
+      required: schema.required?.includes(name) ?? false,
+      ...(description === undefined ? {} : { description }),
+      ...(examples?.[0] === undefined ? {} : { example: examples[0] }),
+      schema: rest,
+    };
+  });
+}
+
+/** One response per status, whose schema admits exactly the codes the operation can answer with. */
+function problemResponses(codes: readonly ErrorCode[]): JsonObject {
+  const byStatus = new Map<number, ErrorCode[]>();
+  for (const code of codes) {
+    const status = PROBLEM_TYPES[code].status;
+    byStatus.set(status, [...(byStatus.get(status) ?? []), code]);
+  }
+  const responses: JsonObject = {};
+  for (const [status, statusCodes] of [...byStatus].sort(([a], [b]) => a - b)) {
+    responses[status] = {
+      description: statusCodes.map((code) => `\`${code}\`: ${PROBLEM_TYPES[code].description}`).join('\n\n'),
+      headers: {
+        'X-Request-Id': ref('headers', 'X-Request-Id'),
+        ...(status === 503 ? { 'Retry-After': ref('headers', 'Retry-After') } : {}),
+      },
+      content: {
+        [PROBLEM_JSON]: {
+          schema: { allOf: [ref('schemas', 'Problem'), { properties: { code: { enum: statusCodes }, status: { const: status } } }] },
+        },
+      },
+    };
+  }
+  return responses;
+}
+
+function describeService(options: OpenApiOptions): string {
+  const codes = (Object.keys(PROBLEM_TYPES) as ErrorCode[])
+    .map((code) => `| \`${code}\` | ${PROBLEM_TYPES[code].status} | ${PROBLEM_TYPES[code].description} |`)
+    .join('\n');
+  return [
+    'REST access to the tables of the configured data store instances.',
+    '',
+    `Bodies are JSON (UTF-8), at most ${options.maxBodyBytes} bytes. Every failure is an RFC 9457 ` +
+      '`application/problem+json` document with a stable `code` and the `requestId` (also in the `X-Request-Id` header).',
+    '',
+    '| code | status | meaning |',
+    '|---|---|---|',
+    codes,
+  ].join('\n');
+}

@@ -1,0 +1,131 @@
+import { ApiError, type ErrorCode, IncompleteOperationError } from '../service/errors.ts';
+import { type StoreError, isStoreError } from '../store/errors.ts';
+
+/** What each error code means over HTTP. The one table the error middleware and the OpenAPI document share. */
+export const PROBLEM_TYPES: Readonly<Record<ErrorCode, { status: number; title: string; description: string }>> = {
+  VALIDATION_FAILED: {
+    status: 400,
+    title: 'Request validation failed',
+    description: 'A parameter or body field is missing, of the wrong type, or out of bounds. `errors` lists each problem by field path.',
+  },
+  MALFORMED_JSON: { status: 400, title: 'Malformed JSON', description: 'The request body is not a JSON object or array.' },
+  UNSUPPORTED_MEDIA_TYPE: {
+    status: 415,
+    title: 'Unsupported media type',
+    description: 'The request body is not `application/json` in UTF-8.',
+  },
+  PAYLOAD_TOO_LARGE: {
+    status: 413,
+    title: 'Payload too large',
+    description: 'The request body is larger than the configured limit (MAX_BODY_BYTES).',
+  },
+  INSTANCE_NOT_FOUND: {
+    status: 404,
+    title: 'Instance not found',
+    description: 'The instance in the path is not one this service is configured to serve (INSTANCE_IDS).',
+  },
+  TABLE_NOT_FOUND: { status: 404, title: 'Table not found', description: 'A named table does not exist in the instance.' },
+  COLUMN_FAMILY_NOT_FOUND: {
+    status: 404,
+    title: 'Column family not found',
+    description: 'A cell names a column family the table does not have. Nothing was written.',
+  },
+  ROW_NOT_FOUND: { status: 404, title: 'Row not found', description: 'The row has no cells.' },
+  ROUTE_NOT_FOUND: { status: 404, title: 'Route not found', description: 'No endpoint has this path.' },
+  METHOD_NOT_ALLOWED: {
+    status: 405,
+    title: 'Method not allowed',
+    description: 'The path exists but not with this method; the `Allow` header lists the methods it has.',
+  },
+  TABLE_ALREADY_EXISTS: { status: 409, title: 'Table already exists', description: 'A table with this name exists in the instance.' },
+  BACKEND_UNAVAILABLE: {
+    status: 503,
+    title: 'Backend unavailable',
+    description: 'The data store could not be reached or is overloaded. Retry after the `Retry-After` delay.',
+  },
+  DEADLINE_EXCEEDED: {
+    status: 504,
+    title: 'Deadline exceeded',
+    description: 'The data store did not answer within the deadline (STORE_TIMEOUT_MS). A write may or may not have been applied.',
+  },
+  INTERNAL: { status: 500, title: 'Internal error', description: 'An unexpected failure; the requestId identifies it in the logs.' },
+};
+
+/** Slug of an error code for its problem type URI: TABLE_NOT_FOUND -> table-not-found. */
+export function problemSlug(code: ErrorCode): string {
+  return code.toLowerCase().replaceAll('_', '-');
+}
+
+/** The problem type URI of a code. Relative: it resolves against the service, which documents it. */
+export function problemType(code: ErrorCode): string {
+  return `/problems/${problemSlug(code)}`;
+}
+
+/** An RFC 9457 problem document, with the kvcrud extension members. */
+export interface Problem {
+  type: string;
+  title: string;
+  status: number;
+  detail: string;
+  instance: string;
+  code: ErrorCode;
+  requestId: string;
+  [extension: string]: unknown;
+}
+
+/**
+ * toProblem turns anything thrown while handling a request into the problem the caller sees.
+ * Only ApiErrors and the categories of StoreErrors reach the caller; everything else becomes
+ * INTERNAL with a generic detail, so no message of a backend or a bug leaks out.
+ */
+export function toProblem(error: unknown, request: { path: string; requestId: string }): Problem {
+  let extensions: Record<string, unknown> = {};
+  let cause = error;
+  if (error instanceof IncompleteOperationError) {
+    extensions = { ...error.progress };
+    cause = error.cause;
+  }
+  const { code, detail, ...more } = describe(cause);
+  const type = PROBLEM_TYPES[code];
+  return {
+    type: problemType(code),
+    title: type.title,
+    status: type.status,
+    detail,
+    instance: request.path,
+    code,
+    requestId: request.requestId,
+    ...more,
+    ...extensions,
+  };
+}
+
+const INTERNAL_DETAIL = 'The service failed unexpectedly. Report the requestId to the operators.';
+
+function describe(error: unknown): { code: ErrorCode; detail: string } & Record<string, unknown> {
+  if (error instanceof ApiError) return { ...error.extensions, code: error.code, detail: error.detail };
+  if (isStoreError(error)) return describeStoreError(error);
+  return { code: 'INTERNAL', detail: INTERNAL_DETAIL };
+}
+
+function describeStoreError(error: StoreError): { code: ErrorCode; detail: string } {
+  const name = error.resourceName ?? '';
+  switch (error.code) {
+    case 'NOT_FOUND':
+      if (error.resource === 'columnFamily') {
+        return { code: 'COLUMN_FAMILY_NOT_FOUND', detail: `Column family "${name}" does not exist in the table. Nothing was written.` };
+      }
+      if (error.resource === 'instance') {
+        return { code: 'INSTANCE_NOT_FOUND', detail: `Instance "${name}" does not exist in the data store.` };
+      }
+      return { code: 'TABLE_NOT_FOUND', detail: `Table "${name}" does not exist in the instance.` };
+    case 'ALREADY_EXISTS':
+      return { code: 'TABLE_ALREADY_EXISTS', detail: `Table "${name}" already exists in the instance.` };
+    case 'UNAVAILABLE':
+      return { code: 'BACKEND_UNAVAILABLE', detail: 'The data store is unavailable. Retry later.' };
+    case 'DEADLINE_EXCEEDED':
+      return { code: 'DEADLINE_EXCEEDED', detail: 'The data store did not answer in time.' };
+    case 'INTERNAL':
+      return { code: 'INTERNAL', detail: INTERNAL_DETAIL };
+  }
+}

@@ -1,0 +1,94 @@
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import type { Router } from '@koa/router';
+import { koaSwagger } from 'koa2-swagger-ui';
+import { ApiError, ERROR_CODES } from '../../service/errors.ts';
+import type { AppState } from '../app-state.ts';
+import { PROBLEM_TYPES, problemSlug, problemType } from '../problems.ts';
+
+const require = createRequire(import.meta.url);
+const SWAGGER_UI_DIR = dirname(require.resolve('swagger-ui-dist/package.json'));
+const SWAGGER_UI_VERSION = (JSON.parse(readFileSync(join(SWAGGER_UI_DIR, 'package.json'), 'utf8')) as { version: string }).version;
+const ASSETS_PREFIX = '/docs/assets';
+
+// The explorer page names these files (koa2-swagger-ui's template asks for the .min.css a CDN has).
+const ASSETS: Record<string, { file: string; type: string }> = {
+  'swagger-ui-bundle.js': { file: 'swagger-ui-bundle.js', type: 'application/javascript' },
+  'swagger-ui-standalone-preset.js': { file: 'swagger-ui-standalone-preset.js', type: 'application/javascript' },
+  'swagger-ui.min.css': { file: 'swagger-ui.css', type: 'text/css' },
+};
+
+// The page must work in a cluster without internet: nothing may load from another origin.
+const EXPLORER_CSP = [
+  "default-src 'self'",
+  "script-src 'self' 'unsafe-inline'",
+  "style-src 'self' 'unsafe-inline'",
+  "img-src 'self' data:",
+  "connect-src 'self'",
+  "frame-ancestors 'none'",
+].join('; ');
+
+/**
+ * docsRoutes serves the API's documentation: the OpenAPI document, the interactive explorer
+ * (koa2-swagger-ui) with its swagger-ui assets from this service rather than a CDN, and a page
+ * per problem type, so the `type` URI of every error resolves.
+ */
+export function docsRoutes(router: Router<AppState>, openApiDocument: object): void {
+  const openApiJson = JSON.stringify(openApiDocument);
+  const assets = new Map(
+    Object.entries(ASSETS).map(([name, asset]) => [name, { body: readFileSync(join(SWAGGER_UI_DIR, asset.file)), type: asset.type }]),
+  );
+  const explorer = koaSwagger({
+    routePrefix: '/docs',
+    title: 'kvcrud API explorer',
+    swaggerCdnUrl: ASSETS_PREFIX,
+    swaggerVersion: SWAGGER_UI_VERSION,
+    hideTopbar: true,
+    swaggerOptions: {
+      url: '/openapi.json',
+      // Swagger UI would otherwise fetch a badge from validator.swagger.io.
+      validatorUrl: null,
+      displayRequestDuration: true,
+      docExpansion: 'list',
+    },
+  });
+
+  router.get('/', (ctx) => {
+    ctx.redirect('/docs');
+  });
+
+  router.get('/docs', async (ctx, next) => {
+    await explorer(ctx, next);
+    if (typeof ctx.body === 'string') ctx.body = withoutCrossOriginLinks(ctx.body);
+    ctx.set('Content-Security-Policy', EXPLORER_CSP);
+  });
+
+  // koa2-swagger-ui's page links its favicon at the root.
+  router.get('/favicon.png', explorer);
+
+  router.get(`${ASSETS_PREFIX}/${SWAGGER_UI_VERSION}/:file`, (ctx) => {
+    const asset = assets.get(ctx.params['file'] ?? '');
+    if (asset === undefined) throw new ApiError('ROUTE_NOT_FOUND', `No asset at ${ctx.path}.`);
+    ctx.type = asset.type;
+    // The version is in the path, so the file under it never changes.
+    ctx.set('Cache-Control', 'public, max-age=31536000, immutable');
+    ctx.body = asset.body;
+  });
+
+  router.get('/openapi.json', (ctx) => {
+    ctx.type = 'application/json';
+    ctx.body = openApiJson;
+  });
+
+  router.get('/problems/:slug', (ctx) => {
+    const code = ERROR_CODES.find((candidate) => problemSlug(candidate) === ctx.params['slug']);
+    if (code === undefined) throw new ApiError('ROUTE_NOT_FOUND', `No problem type at ${ctx.path}.`);
+    ctx.body = { type: problemType(code), code, ...PROBLEM_TYPES[code] };
+  });
+}
+
+/** Drops the <link> elements koa2-swagger-ui's template points at other origins (web fonts). */
+function withoutCrossOriginLinks(html: string): string {
+  return html.replace(/<link\b[^>]*\bhref="(?:https?:)?\/\/[^"]*"[^>]*>/gi, '');
+}

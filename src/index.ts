@@ -1,0 +1,41 @@
+import type { AddressInfo } from 'node:net';
+import { pino } from 'pino';
+import { createApp } from './app.ts';
+import { ConfigError, type Config, loadConfig } from './config.ts';
+import { openStore } from './store/open-store.ts';
+
+/** Exit status for invalid configuration (EX_CONFIG in sysexits.h). */
+const EXIT_CONFIG = 78;
+
+const logger = pino({ base: { service: 'kvcrud' } });
+
+let config: Config;
+try {
+  config = loadConfig(process.env);
+} catch (error) {
+  if (!(error instanceof ConfigError)) throw error;
+  process.stderr.write(`kvcrud: ${error.message}\n`);
+  process.exit(EXIT_CONFIG);
+}
+
+const store = openStore(config);
+const server = createApp({ config, store, logger }).listen(config.port);
+
+server.on('listening', () => {
+  const { port } = server.address() as AddressInfo;
+  logger.info({ port, store: store.type, instances: config.instanceIds }, `kvcrud listening on port ${port}`);
+});
+server.on('error', (error) => {
+  logger.fatal({ err: error }, 'cannot serve HTTP');
+  process.exit(1);
+});
+
+async function shutdown(signal: string): Promise<void> {
+  logger.info({ signal }, 'shutting down');
+  server.close();
+  server.closeIdleConnections();
+  await store.close();
+  process.exit(0);
+}
+process.once('SIGTERM', () => void shutdown('SIGTERM'));
+process.once('SIGINT', () => void shutdown('SIGINT'));
