@@ -186,14 +186,15 @@ export class BigtableStore implements DataStore {
 
 /**
  * Per-call settings for the generated clients: the time left until the deadline, and no retries
- * of their own (withRetry decides, knowing which calls are safe to repeat).
+ * of their own (withRetry decides, knowing which calls are safe to repeat). Streaming calls have
+ * a second retry layer (retry-request), which would repeat even a NOT_FOUND for seconds.
  */
-function gaxOptions(options: CallOptions): { timeout: number; retry: null } {
+function gaxOptions(options: CallOptions) {
   const timeout = options.deadline - Date.now();
   if (timeout <= 0) {
     throw new StoreError('DEADLINE_EXCEEDED', 'deadline passed before the call was made');
   }
-  return { timeout, retry: null };
+  return { timeout, retry: null, retryRequestOptions: { retries: 0, noResponseRetries: 0 } };
 }
 
 /**
@@ -207,14 +208,21 @@ async function withRetry<T>(
   subject: { resource: 'instance' | 'table'; name: string },
   call: () => Promise<T>,
 ): Promise<T> {
+  let lastTransient: Error | undefined;
   try {
     return await pRetry(
       async () => {
+        // The backoff may end after the deadline: then the answer is the backend's last one.
+        if (lastTransient !== undefined && options.deadline <= Date.now()) throw new AbortError(lastTransient);
         try {
           return await call();
         } catch (error) {
-          if (isTransient(error) && options.deadline - Date.now() > RETRY_MIN_MS) throw error;
-          throw new AbortError(error instanceof Error ? error : new Error(String(error)));
+          const failure = error instanceof Error ? error : new Error(String(error));
+          if (isTransient(failure) && options.deadline - Date.now() > RETRY_MIN_MS) {
+            lastTransient = failure;
+            throw failure;
+          }
+          throw new AbortError(failure);
         }
       },
       {
