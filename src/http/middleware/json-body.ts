@@ -24,7 +24,7 @@ export function jsonBody(options: { limitBytes: number }): Middleware<AppState> 
 
   return async (ctx, next) => {
     const type = ctx.is(JSON_TYPES);
-    if (type === null) {
+    if (type === null || ctx.request.length === 0) {
       await next(); // no body: ctx.request.body stays undefined
       return;
     }
