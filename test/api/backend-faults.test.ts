@@ -1,0 +1,134 @@
+import { type Server, type Socket, createServer } from 'node:net';
+import type { AddressInfo } from 'node:net';
+import { expect } from 'chai';
+import { withOverrides } from '../support/store-faults.ts';
+import { type TestApp, startTestApp, useTestApp } from '../support/test-app.ts';
+
+/** A port on which nothing listens: bind, note the port, close. */
+async function closedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+/** A TCP server that accepts connections and never says a word: a hung backend. */
+async function blackHole(): Promise<{ host: string; close: () => Promise<void> }> {
+  const sockets = new Set<Socket>();
+  const server: Server = createServer((socket) => {
+    sockets.add(socket);
+    socket.on('close', () => sockets.delete(socket));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    host: `127.0.0.1:${(server.address() as AddressInfo).port}`,
+    close: async () => {
+      sockets.forEach((socket) => socket.destroy());
+      await new Promise((resolve) => server.close(resolve));
+    },
+  };
+}
+
+const CELL = { columnFamily: 'cf', columnName: 'c', columnValue: 'v' };
+
+describe('when the backend cannot be reached', () => {
+  let app: TestApp;
+  before(async () => {
+    app = await startTestApp({ emulatorHost: `127.0.0.1:${await closedPort()}`, storeTimeoutMs: 1000 });
+  });
+  after(async () => {
+    await app.close();
+  });
+
+  it('answers 503 BACKEND_UNAVAILABLE with Retry-After, within the deadline', async () => {
+    const started = Date.now();
+    const response = await app.api.post(`/v1/${app.instance}/insertData`, { tableName: 't', rowKeyId: 'r', data: [CELL] });
+    expect(response.status).to.equal(503);
+    expect(response.body.code).to.equal('BACKEND_UNAVAILABLE');
+    expect(response.headers.get('retry-after')).to.equal('1');
+    expect(Date.now() - started).to.be.below(1000 + 500);
+  });
+
+  it('answers 503 BACKEND_UNAVAILABLE on every endpoint', async () => {
+    const responses = await Promise.all([
+      app.api.post(`/v1/${app.instance}/createTable`, { tableName: 't', columnFamily: 'cf' }),
+      app.api.get(`/v1/${app.instance}/readCellData?tableName=t&id=r`),
+      app.api.delete(`/v1/${app.instance}/deleteTable`, { tableList: ['t'] }),
+    ]);
+    expect(responses.map((response) => response.body.code)).to.deep.equal(Array(3).fill('BACKEND_UNAVAILABLE'));
+  });
+
+  it('turns /readyz 503 while /healthz stays 200', async () => {
+    const ready = await app.api.get('/readyz');
+    expect(ready.status).to.equal(503);
+    expect(ready.body.code).to.equal('BACKEND_UNAVAILABLE');
+    const health = await app.api.get('/healthz');
+    expect(health.status).to.equal(200);
+    expect(health.body).to.deep.equal({ status: 'ok' });
+  });
+
+  it('logs the cause, while the caller sees no backend detail', async () => {
+    const response = await app.api.get(`/v1/${app.instance}/readCellData?tableName=t&id=r`, {
+      headers: { 'x-request-id': 'trace-me-503' },
+    });
+    expect(JSON.stringify(response.body)).to.not.match(/ECONNREFUSED|grpc|14 UNAVAILABLE|127\.0\.0\.1/i);
+    const logged = app.logs.find((line) => line['requestId'] === 'trace-me-503');
+    expect(logged, 'log line for the request').to.not.equal(undefined);
+    expect(JSON.stringify(logged?.['err'])).to.match(/UNAVAILABLE/);
+  });
+});
+
+describe('when the backend accepts connections but never answers', () => {
+  let hole: Awaited<ReturnType<typeof blackHole>>;
+  let app: TestApp;
+  before(async () => {
+    hole = await blackHole();
+    app = await startTestApp({ emulatorHost: hole.host, storeTimeoutMs: 700 });
+  });
+  after(async () => {
+    await hole.close();
+    await app.close();
+  });
+
+  it('answers 504 DEADLINE_EXCEEDED once STORE_TIMEOUT_MS has passed', async () => {
+    const started = Date.now();
+    const response = await app.api.get(`/v1/${app.instance}/readCellData?tableName=t&id=r`);
+    const elapsed = Date.now() - started;
+    expect(response.status).to.equal(504);
+    expect(response.body.code).to.equal('DEADLINE_EXCEEDED');
+    expect(elapsed).to.be.within(650, 700 + 800);
+  });
+
+  it('answers 504 DEADLINE_EXCEEDED for a write', async () => {
+    const response = await app.api.post(`/v1/${app.instance}/insertData`, { tableName: 't', rowKeyId: 'r', data: [CELL] });
+    expect(response.status).to.equal(504);
+    expect(response.body.code).to.equal('DEADLINE_EXCEEDED');
+  });
+
+  it('turns /readyz 503 within a second', async () => {
+    const started = Date.now();
+    const response = await app.api.get('/readyz');
+    expect(response.status).to.equal(503);
+    expect(Date.now() - started).to.be.below(1000);
+  });
+});
+
+describe('when an adapter fails unexpectedly', () => {
+  // A bug inside an adapter cannot be caused for real; the real store is wrapped to throw one.
+  const app = useTestApp({
+    wrapStore: (store) =>
+      withOverrides(store, {
+        readRow: () => Promise.reject(new TypeError('Cannot read properties of undefined (reading "secretInternalField")')),
+      }),
+  });
+
+  it('answers 500 INTERNAL without the error message, and logs it with the request id', async () => {
+    const response = await app().api.get(`/v1/${app().instance}/readCellData?tableName=t&id=r`);
+    expect(response.status).to.equal(500);
+    expect(response.body.code).to.equal('INTERNAL');
+    expect(JSON.stringify(response.body)).to.not.contain('secretInternalField');
+    const logged = app().logs.find((line) => line['requestId'] === response.body.requestId);
+    expect(JSON.stringify(logged?.['err'])).to.contain('secretInternalField');
+  });
+});
