@@ -183,9 +183,11 @@ const cellOutput = Joi.object({
     .valid('base64')
     .description('Present when the column name or value is not valid UTF-8: both are then base64.'),
   timestamp: Joi.string()
-    .pattern(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/)
+    .pattern(/^(?:\d{4}|[+-]\d{6})-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/)
     .required()
-    .description('When the version was written: RFC 3339, UTC, microseconds.')
+    .description(
+      'The version\'s timestamp: RFC 3339, UTC, microseconds. Years after 9999 (reverse timestamps) take the ISO 8601 expanded form, +294247-01-10T04:00:54.775807Z.',
+    )
     .example('2026-11-21T04:27:00.123000Z'),
 });
 

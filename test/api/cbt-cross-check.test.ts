@@ -60,6 +60,13 @@ describe('cross-checks with the cbt CLI', () => {
     ]);
   });
 
+  it('the API reads timestamps near the int64 limit, as reverse timestamps use', async () => {
+    await cbt(host, app().instance, 'set', 'x', 'far-future', 'cf:c=v@9223372036854775000');
+    const response = await read('x', 'far-future');
+    expect(response.status).to.equal(200);
+    expect(response.body.data[0].timestamp).to.equal('+294247-01-10T04:00:54.775000Z');
+  });
+
   it('the API writes to a family cbt added after the table was first used', async () => {
     await cbt(host, app().instance, 'createfamily', 'x', 'later');
     const response = await app().api.post(path('insertData'), {
