@@ -1,0 +1,93 @@
+import { Validator } from '@seriousme/openapi-schema-validator';
+import { expect } from 'chai';
+import { buildOpenApiDocument } from '../../src/http/openapi.ts';
+import { PROBLEM_TYPES } from '../../src/http/problems.ts';
+import { V1_OPERATIONS, operationErrors } from '../../src/http/routes/v1.ts';
+import { ERROR_CODES } from '../../src/service/errors.ts';
+import { OpenApiContract } from '../support/openapi-contract.ts';
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- walking a JSON document
+type Json = Record<string, any>;
+
+describe('the OpenAPI document', () => {
+  const document: Json = buildOpenApiDocument({ version: '1.2.3', instanceIds: ['inst-a', 'inst-b'], maxBodyBytes: 1024 });
+
+  it('is valid OpenAPI 3.1', async () => {
+    const result = await new Validator().validate(document);
+    expect(result.errors ?? [], JSON.stringify(result.errors)).to.deep.equal([]);
+    expect(result.valid).to.equal(true);
+    expect(document['openapi']).to.equal('3.1.0');
+  });
+
+  it('describes the four v1 operations with their success status and body', () => {
+    const operations = Object.entries(document['paths'] as Json).flatMap(([path, item]) =>
+      Object.entries(item as Json).map(([method, operation]) => `${method.toUpperCase()} ${path} ${Object.keys((operation as Json)['responses'] as Json)[0]}`),
+    );
+    expect(operations).to.include.members([
+      'POST /v1/{instanceID}/createTable 201',
+      'POST /v1/{instanceID}/insertData 200',
+      'GET /v1/{instanceID}/readCellData 200',
+      'DELETE /v1/{instanceID}/deleteTable 200',
+    ]);
+  });
+
+  it('documents, per operation, a problem response for each status its error codes have', () => {
+    for (const operation of V1_OPERATIONS) {
+      const responses = document['paths'][operation.path][operation.method]['responses'] as Json;
+      for (const code of operationErrors(operation)) {
+        const status = PROBLEM_TYPES[code].status;
+        const schema = responses[status]?.content?.['application/problem+json']?.schema;
+        expect(schema, `${operation.operationId} ${status}`).to.not.equal(undefined);
+        expect(schema.allOf[1].properties.code.enum).to.include(code);
+      }
+    }
+  });
+
+  it('lists every error code in the Problem schema', () => {
+    expect(document['components']['schemas']['Problem']['properties']['code']['enum']).to.deep.equal([...ERROR_CODES]);
+  });
+
+  it('names the served instances for the explorer', () => {
+    const parameter = document['components']['parameters']['instanceID'] as Json;
+    expect(parameter['example']).to.equal('inst-a');
+    expect(parameter['description']).to.contain('`inst-b`');
+  });
+
+  it('takes its limits from the joi schemas', () => {
+    const request = document['components']['schemas']['InsertDataRequest'] as Json;
+    expect(request['properties']['data']['maxItems']).to.equal(100_000);
+    expect(request['properties']['rowKeyId']['maxLength']).to.equal(4096);
+    expect(request['additionalProperties']).to.equal(false);
+  });
+});
+
+describe('the response contract check used by every API test', () => {
+  const contract = new OpenApiContract(buildOpenApiDocument({ version: '0', instanceIds: ['inst-a'], maxBodyBytes: 1024 }));
+  const jsonHeaders = new Headers({ 'content-type': 'application/json; charset=utf-8' });
+  const problemHeaders = new Headers({ 'content-type': 'application/problem+json', 'x-request-id': 'r1' });
+  const problem = (code: string, status: number) => ({ type: '/p', title: 't', status, detail: 'd', instance: '/i', code, requestId: 'r1' });
+
+  it('accepts a documented response', () => {
+    contract.check('POST', '/v1/inst-a/createTable', 201, jsonHeaders, { instanceID: 'inst-a', tableName: 't', columnFamily: 'cf' });
+  });
+
+  it('rejects a body that does not match the schema', () => {
+    expect(() => contract.check('POST', '/v1/inst-a/createTable', 201, jsonHeaders, { instanceID: 'inst-a', tableName: 't' })).to.throw(/does not match/);
+    expect(() =>
+      contract.check('POST', '/v1/inst-a/createTable', 201, jsonHeaders, { instanceID: 'i', tableName: 't', columnFamily: 'cf', extra: 1 }),
+    ).to.throw(/does not match/);
+  });
+
+  it('rejects a status the operation does not document', () => {
+    expect(() => contract.check('POST', '/v1/inst-a/createTable', 200, jsonHeaders, {})).to.throw(/status not documented/);
+  });
+
+  it('rejects an error code the status does not document for the operation', () => {
+    expect(() => contract.check('POST', '/v1/inst-a/createTable', 404, problemHeaders, problem('ROW_NOT_FOUND', 404))).to.throw(/does not match/);
+    contract.check('GET', '/v1/inst-a/readCellData', 404, problemHeaders, problem('ROW_NOT_FOUND', 404));
+  });
+
+  it('rejects a problem whose requestId differs from the X-Request-Id header', () => {
+    expect(() => contract.check('GET', '/nope', 404, problemHeaders, { ...problem('ROUTE_NOT_FOUND', 404), requestId: 'other' })).to.throw(/requestId/);
+  });
+});
