@@ -1,0 +1,172 @@
+import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { expect } from 'chai';
+import { type Browser, type BrowserContext, type BrowserContextOptions, type Page, chromium } from 'playwright-core';
+import { useTestApp } from './support/test-app.ts';
+
+// Debian's Chromium (scripts/install-chromium.sh): Playwright's own browser download cannot work
+// without internet.
+const CHROMIUM = '/usr/bin/chromium';
+// The machine has no internet: without the background-networking flags Chromium keeps trying
+// Google's services and floods the log with refused connections.
+const CHROMIUM_ARGS = [
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
+// Below mocha's timeout, so a missing element fails with Playwright's message, not a bare timeout.
+const ACTION_TIMEOUT_MS = 15_000;
+const V1_OPERATIONS = ['createTable', 'insertData', 'readCellData', 'deleteTable'];
+
+/** isLocalScheme tells whether the browser answers a URL itself (data:, blob:, about:), so it never leaves the machine. */
+function isLocalScheme(url: URL): boolean {
+  return ['data:', 'blob:', 'about:'].includes(url.protocol);
+}
+
+describe('API explorer (/docs) in headless Chromium', function () {
+  this.timeout(60_000);
+  let browser: Browser | undefined;
+  let context: BrowserContext | undefined;
+
+  before(async function () {
+    if (!existsSync(CHROMIUM)) {
+      const message = `Chromium is not at ${CHROMIUM}: run scripts/install-chromium.sh`;
+      if (process.env['CI'] === 'true') throw new Error(`CI=true but ${message}`);
+      process.stderr.write(`\n  !!! ${message}. THE EXPLORER TESTS ARE SKIPPED.\n\n`);
+      this.skip();
+    }
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
+  });
+  const app = useTestApp();
+
+  after(async () => {
+    await browser?.close();
+  });
+
+  afterEach(async () => {
+    await context?.close();
+    context = undefined;
+  });
+
+  /** A page in a fresh context (no cookies, cache or storage from another test). */
+  async function openPage(options: BrowserContextOptions = {}): Promise<Page> {
+    if (browser === undefined) throw new Error('the browser was not launched');
+    context = await browser.newContext(options);
+    context.setDefaultTimeout(ACTION_TIMEOUT_MS);
+    return context.newPage();
+  }
+
+  /** Waits until Swagger UI has rendered every v1 operation. */
+  async function waitForOperations(page: Page): Promise<void> {
+    for (const operation of V1_OPERATIONS) {
+      await page.locator(`#operations-v1-${operation}`).waitFor();
+    }
+  }
+
+  it('renders the explorer at /docs, where / redirects, with the four v1 operations', async () => {
+    const { baseUrl } = app();
+    const page = await openPage();
+
+    const response = await page.goto(`${baseUrl}/`);
+    expect(response?.request().redirectedFrom()?.url()).to.equal(`${baseUrl}/`);
+    expect(response?.status()).to.equal(200);
+    expect(page.url()).to.equal(`${baseUrl}/docs`);
+
+    await waitForOperations(page);
+    const blocks = await page.locator('.opblock[id^="operations-v1-"]').all();
+    const v1Operations = await Promise.all(blocks.map((block) => block.getAttribute('id')));
+    expect(v1Operations).to.deep.equal(V1_OPERATIONS.map((operation) => `operations-v1-${operation}`));
+    expect(await page.locator('#operations-v1-readCellData .opblock-summary-path').innerText()).to.contain('/v1/{instanceID}/readCellData');
+  });
+
+  it('runs under its Content-Security-Policy without violations or script errors', async () => {
+    const { baseUrl } = app();
+    const page = await openPage();
+    const violations: string[] = [];
+    const scriptErrors: string[] = [];
+    await page.exposeFunction('reportCspViolation', (violation: string) => violations.push(violation));
+    // A string, not a function: the test code is type-checked without the DOM library.
+    await page.addInitScript({
+      content: `document.addEventListener('securitypolicyviolation', (event) =>
+        window.reportCspViolation(event.effectiveDirective + ' blocked ' + event.blockedURI));`,
+    });
+    page.on('pageerror', (error) => scriptErrors.push(error.message));
+
+    const response = await page.goto(`${baseUrl}/docs`);
+    expect(response?.headers()['content-security-policy']).to.contain("default-src 'self'");
+    await waitForOperations(page);
+    await page.waitForLoadState('networkidle');
+
+    expect(violations, 'CSP violations').to.deep.equal([]);
+    expect(scriptErrors, 'uncaught script errors').to.deep.equal([]);
+  });
+
+  it('makes no request that leaves the service origin, and renders without one', async () => {
+    const { baseUrl } = app();
+    const origin = new URL(baseUrl).origin;
+    // Chromium would drop a cross-origin load the page's CSP forbids before it became a request
+    // Playwright can see; bypassing the CSP shows every load the page attempts.
+    const page = await openPage({ bypassCSP: true });
+    const offOrigin: string[] = [];
+    const failedSameOrigin: string[] = [];
+    page.on('request', (request) => {
+      const url = new URL(request.url());
+      if (!isLocalScheme(url) && url.origin !== origin) offOrigin.push(request.url());
+    });
+    page.on('requestfailed', (request) => {
+      if (new URL(request.url()).origin === origin) failedSameOrigin.push(`${request.url()}: ${request.failure()?.errorText ?? '?'}`);
+    });
+    page.on('response', (response) => {
+      if (new URL(response.url()).origin === origin && response.status() >= 400) failedSameOrigin.push(`${response.url()}: ${response.status()}`);
+    });
+    // Nothing gets out even if the page tries: the page must render on what the service serves.
+    await page.route('**/*', (route) => (new URL(route.request().url()).origin === origin ? route.continue() : route.abort('blockedbyclient')));
+
+    await page.goto(`${baseUrl}/docs`);
+    await waitForOperations(page);
+    await page.waitForLoadState('networkidle');
+
+    expect(offOrigin, 'requests to other origins').to.deep.equal([]);
+    expect(failedSameOrigin, 'failed same-origin requests').to.deep.equal([]);
+  });
+
+  it('answers "Try it out" on readCellData with the row from the emulator', async () => {
+    const { api, baseUrl, instance } = app();
+    const suffix = randomBytes(4).toString('hex');
+    const tableName = `explorer-${suffix}`;
+    const rowKeyId = `order#${suffix}`;
+    const columnValue = `seen in the explorer ${suffix}`;
+    expect((await api.post(`/v1/${instance}/createTable`, { tableName, columnFamily: 'cf' })).status).to.equal(201);
+    const inserted = await api.post(`/v1/${instance}/insertData`, {
+      tableName,
+      rowKeyId,
+      data: [{ columnFamily: 'cf', columnName: 'status', columnValue }],
+    });
+    expect(inserted.status).to.equal(200);
+
+    const page = await openPage();
+    await page.goto(`${baseUrl}/docs`);
+    const operation = page.locator('#operations-v1-readCellData');
+    await operation.locator('.opblock-summary').click();
+    await operation.locator('.try-out__btn').click();
+    // The inputs come prefilled with the document's examples; fill replaces them.
+    await operation.locator('tr[data-param-name="instanceID"] input').fill(instance);
+    await operation.locator('tr[data-param-name="tableName"] input').fill(tableName);
+    await operation.locator('tr[data-param-name="id"] input').fill(rowKeyId);
+    // Same origin as the page: the document's servers entry must not send the browser elsewhere.
+    const answered = page.waitForResponse((response) => response.url().startsWith(`${baseUrl}/v1/${instance}/readCellData?`));
+    await operation.locator('.execute').click();
+    expect((await answered).status()).to.equal(200);
+
+    // The header row of the live table has a status cell too ("Code"); the answer is in tbody.
+    const live = operation.locator('.live-responses-table tbody tr.response');
+    expect((await live.locator('.response-col_status').innerText()).trim()).to.equal('200');
+    const body = await live.locator('.response-col_description .highlight-code pre').innerText();
+    expect(JSON.parse(body)).to.deep.include({ instanceID: instance, tableName, rowKeyId });
+    expect(body).to.contain(columnValue);
+  });
+});
