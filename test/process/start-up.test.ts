@@ -1,0 +1,117 @@
+import { createServer, type IncomingMessage } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { statSync } from 'node:fs';
+import { expect } from 'chai';
+import { ApiClient } from '../support/api-client.ts';
+import { emulatorHost } from '../support/emulator.ts';
+import { cleanEnv, runService, runServiceToExit } from '../support/service-process.ts';
+import { TEST_PROJECT, randomInstanceId } from '../support/test-app.ts';
+
+const EX_CONFIG = 78;
+
+describe('the service process', () => {
+  describe('with invalid configuration', () => {
+    it('exits 78 with one line naming the missing variable', async () => {
+      const { code, stdout, stderr } = await runServiceToExit(cleanEnv({ GOOGLE_CLOUD_PROJECT: TEST_PROJECT }));
+      expect(code).to.equal(EX_CONFIG);
+      expect(stdout).to.equal('');
+      expect(stderr).to.equal('kvcrud: invalid configuration: INSTANCE_IDS is required\n');
+    });
+
+    it('exits 78 with one line naming each wrong variable and what is wrong', async () => {
+      const { code, stderr } = await runServiceToExit(
+        cleanEnv({ GOOGLE_CLOUD_PROJECT: TEST_PROJECT, INSTANCE_IDS: 'inst-a', PORT: 'eighty', DATA_STORE: 'mongo' }),
+      );
+      expect(code).to.equal(EX_CONFIG);
+      expect(stderr).to.equal('kvcrud: invalid configuration: PORT must be a number; DATA_STORE must be [bigtable]\n');
+    });
+
+    it('exits 78 when the credentials file cannot be read', async () => {
+      const { code, stderr } = await runServiceToExit(
+        cleanEnv({ GOOGLE_CLOUD_PROJECT: TEST_PROJECT, INSTANCE_IDS: 'inst-a', GOOGLE_APPLICATION_CREDENTIALS: '/nonexistent/key.json' }),
+      );
+      expect(code).to.equal(EX_CONFIG);
+      expect(stderr).to.match(/^kvcrud: invalid configuration: GOOGLE_APPLICATION_CREDENTIALS file "\/nonexistent\/key.json" cannot be read\n$/);
+    });
+  });
+
+  describe('against the emulator', () => {
+    it('serves every endpoint without a single metadata-server or credential look-up', async function () {
+      // Anything that looks for application default credentials asks the metadata server,
+      // which the client libraries find at GCE_METADATA_HOST / GCE_METADATA_IP.
+      const lookups: string[] = [];
+      const metadata = createServer((request: IncomingMessage, response) => {
+        lookups.push(`${request.method} ${request.url}`);
+        response.writeHead(404).end();
+      });
+      await new Promise<void>((resolve) => metadata.listen(0, '127.0.0.1', resolve));
+      const metadataHost = `127.0.0.1:${(metadata.address() as AddressInfo).port}`;
+      const instance = randomInstanceId();
+      const service = await runService(
+        cleanEnv({
+          PORT: '0',
+          GOOGLE_CLOUD_PROJECT: TEST_PROJECT,
+          INSTANCE_IDS: instance,
+          BIGTABLE_EMULATOR_HOST: emulatorHost(this),
+          GOOGLE_APPLICATION_CREDENTIALS: '/nonexistent/never-read.json',
+          GCE_METADATA_HOST: metadataHost,
+          GCE_METADATA_IP: metadataHost,
+        }),
+      );
+      try {
+        const api = await ApiClient.connect(service.baseUrl);
+        const v1 = `/v1/${instance}`;
+        expect((await api.get('/readyz')).status).to.equal(200);
+        expect((await api.post(`${v1}/createTable`, { tableName: 't', columnFamily: 'cf' })).status).to.equal(201);
+        const cells = [{ columnFamily: 'cf', columnName: 'c', columnValue: 'v' }];
+        expect((await api.post(`${v1}/insertData`, { tableName: 't', rowKeyId: 'r', data: cells })).status).to.equal(200);
+        expect((await api.get(`${v1}/readCellData?tableName=t&id=r`)).status).to.equal(200);
+        expect((await api.delete(`${v1}/deleteTable`, { tableList: ['t'] })).status).to.equal(200);
+        expect(lookups).to.deep.equal([]);
+      } finally {
+        await service.stop();
+        metadata.close();
+      }
+    });
+
+    it('logs one start-up line naming the port, the store and the instances', async function () {
+      const instance = randomInstanceId();
+      const service = await runService(
+        cleanEnv({ PORT: '0', GOOGLE_CLOUD_PROJECT: TEST_PROJECT, INSTANCE_IDS: instance, BIGTABLE_EMULATOR_HOST: emulatorHost(this) }),
+      );
+      try {
+        const line = JSON.parse(service.output[0] ?? '{}') as Record<string, unknown>;
+        expect(line).to.include({ store: 'bigtable', msg: `kvcrud listening on port ${new URL(service.baseUrl).port}` });
+        expect(line['instances']).to.deep.equal([instance]);
+      } finally {
+        await service.stop();
+      }
+    });
+
+    it('exits 0 on SIGTERM', async function () {
+      const service = await runService(
+        cleanEnv({ PORT: '0', GOOGLE_CLOUD_PROJECT: TEST_PROJECT, INSTANCE_IDS: randomInstanceId(), BIGTABLE_EMULATOR_HOST: emulatorHost(this) }),
+      );
+      expect(await service.stop('SIGTERM')).to.equal(0);
+    });
+
+    it('`npm start` compiles what changed and runs the build', async function () {
+      this.timeout(120_000);
+      const service = await runService(
+        cleanEnv({ PORT: '0', GOOGLE_CLOUD_PROJECT: TEST_PROJECT, INSTANCE_IDS: randomInstanceId(), BIGTABLE_EMULATOR_HOST: emulatorHost(this) }),
+        ['npm', 'start', '--silent'],
+      );
+      try {
+        const api = await ApiClient.connect(service.baseUrl);
+        expect((await api.get('/healthz')).status).to.equal(200);
+        const root = new URL('../../', import.meta.url);
+        for (const file of ['index', 'app', 'http/routes/v1', 'store/bigtable/bigtable-store']) {
+          const built = statSync(new URL(`dist/${file}.js`, root)).mtimeMs;
+          expect(built, file).to.be.at.least(statSync(new URL(`src/${file}.ts`, root)).mtimeMs);
+        }
+      } finally {
+        expect(await service.stop()).to.be.oneOf([0, null]);
+      }
+    });
+  });
+});
