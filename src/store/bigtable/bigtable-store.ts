@@ -3,7 +3,7 @@ import pRetry, { AbortError } from 'p-retry';
 import { StoreError, isStoreError } from '../errors.ts';
 import type { CallOptions, Cell, CellWrite, DataStore, TableRef } from '../store.ts';
 import { FamilyCache } from './family-cache.ts';
-import { isTransient, toStoreError } from './grpc-errors.ts';
+import { isDeadline, isTransient, toStoreError } from './grpc-errors.ts';
 import { mergeRowChunks } from './row-chunks.ts';
 
 type ReadRowsResponse = protos.google.bigtable.v2.IReadRowsResponse;
@@ -212,7 +212,8 @@ async function withRetry<T>(
   try {
     return await pRetry(
       async () => {
-        // The backoff may end after the deadline: then the answer is the backend's last one.
+        // Once the backend has failed transiently, running out of time on a later attempt (in the
+        // backoff, or while reconnecting) still means it was unavailable: report its last answer.
         if (lastTransient !== undefined && options.deadline <= Date.now()) throw new AbortError(lastTransient);
         try {
           return await call();
@@ -222,7 +223,7 @@ async function withRetry<T>(
             lastTransient = failure;
             throw failure;
           }
-          throw new AbortError(failure);
+          throw new AbortError(lastTransient !== undefined && isDeadline(failure) ? lastTransient : failure);
         }
       },
       {

@@ -13,6 +13,11 @@ export function isTransient(error: unknown): boolean {
   return code === GrpcStatus.UNAVAILABLE || code === GrpcStatus.RESOURCE_EXHAUSTED;
 }
 
+/** Whether the call ran out of time (on the wire, or before it was made). */
+export function isDeadline(error: unknown): boolean {
+  return grpcCode(error) === GrpcStatus.DEADLINE_EXCEEDED || (error instanceof StoreError && error.code === 'DEADLINE_EXCEEDED');
+}
+
 /**
  * toStoreError maps a Bigtable client error to the store's closed set of codes. `subject` names
  * what a NOT_FOUND or ALREADY_EXISTS refers to in the failed call; the backend's own text goes
