@@ -75,6 +75,9 @@ const envSchema = Joi.object({
   .unknown(true)
   .prefs({ convert: true, abortEarly: false, errors: { wrap: { label: false } } });
 
+/** The environment variables the service reads. */
+export const CONFIG_VARIABLES: readonly string[] = Object.keys((envSchema.describe() as { keys: Record<string, unknown> }).keys);
+
 /**
  * loadConfig validates the environment and returns a frozen Config, or throws a ConfigError
  * listing every problem, each naming its variable.
