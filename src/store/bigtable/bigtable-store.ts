@@ -39,7 +39,7 @@ export class BigtableStore implements DataStore {
   constructor(options: BigtableStoreOptions) {
     this.#projectId = options.projectId;
     this.#instanceIds = options.instanceIds;
-    this.#families = new FamilyCache(options.familyCacheTtlMs ?? 60_000);
+    this.#families = new FamilyCache(options.familyCacheTtlMs ?? 10 * 60_000);
 
     // The Bigtable class only computes the clients' settings here (endpoint, channel pool, scopes).
     const clientOptions: BigtableOptions & Record<`grpc.${string}`, unknown> = {

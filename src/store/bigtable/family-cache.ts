@@ -1,9 +1,11 @@
 /**
  * FamilyCache remembers the column families of tables the service has looked at, so a write does
- * not cost an admin call every time. Only presence is trusted: a family missing from a cached
- * entry is re-checked against the backend before the caller is told it does not exist, and any
- * failed write drops the entry. Entries also expire, so schema changes made outside the service
- * are seen within the TTL even when no write fails.
+ * not cost an admin call (and admin API quota) every time. Only presence is trusted: a family
+ * missing from a cached entry is re-checked against the backend before the caller is told it does
+ * not exist, and any failed write drops the entry, so answers stay right when the schema changes
+ * outside the service. Entries also expire, which bounds how long a family deleted elsewhere is
+ * still believed present (it matters only on the emulator, which applies part of a mutation that
+ * names an unknown family; production Bigtable rejects all of it).
  */
 export class FamilyCache {
   readonly #entries = new Map<string, { families: ReadonlySet<string>; expiresAt: number }>();
