@@ -30,10 +30,18 @@ server.on('error', (error) => {
   process.exit(1);
 });
 
+/** Longest wait for in-flight requests on shutdown; Kubernetes' default grace period is 30 s. */
+const SHUTDOWN_GRACE_MS = 20_000;
+
+// Stop accepting connections, let in-flight requests finish (bounded), then close the store.
 async function shutdown(signal: string): Promise<void> {
   logger.info({ signal }, 'shutting down');
-  server.close();
-  server.closeIdleConnections();
+  const closed = new Promise((resolve) => server.close(resolve));
+  // close() drops the connections idle at that moment; keep-alive connections whose request
+  // finishes later would otherwise linger until their keep-alive timeout.
+  const sweep = setInterval(() => server.closeIdleConnections(), 50);
+  await Promise.race([closed, new Promise((resolve) => setTimeout(resolve, SHUTDOWN_GRACE_MS).unref())]);
+  clearInterval(sweep);
   await store.close();
   process.exit(0);
 }

@@ -1,5 +1,5 @@
 import { createServer, type IncomingMessage } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { type AddressInfo, createServer as createNetServer } from 'node:net';
 import { statSync } from 'node:fs';
 import { expect } from 'chai';
 import { ApiClient } from '../support/api-client.ts';
@@ -93,6 +93,33 @@ describe('the service process', () => {
         cleanEnv({ PORT: '0', GOOGLE_CLOUD_PROJECT: TEST_PROJECT, INSTANCE_IDS: randomInstanceId(), BIGTABLE_EMULATOR_HOST: emulatorHost(this) }),
       );
       expect(await service.stop('SIGTERM')).to.equal(0);
+    });
+
+    it('on SIGTERM, lets an in-flight request finish before exiting 0', async () => {
+      // A backend that accepts connections and never answers keeps the request in flight until
+      // STORE_TIMEOUT_MS.
+      const silent = createNetServer(() => {});
+      await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+      const instance = randomInstanceId();
+      const service = await runService(
+        cleanEnv({
+          PORT: '0',
+          GOOGLE_CLOUD_PROJECT: TEST_PROJECT,
+          INSTANCE_IDS: instance,
+          BIGTABLE_EMULATOR_HOST: `127.0.0.1:${(silent.address() as AddressInfo).port}`,
+          STORE_TIMEOUT_MS: '1500',
+        }),
+      );
+      try {
+        const inFlight = fetch(`${service.baseUrl}/v1/${instance}/readCellData?tableName=t&id=r`);
+        await new Promise((resolve) => setTimeout(resolve, 300));
+        const exited = service.stop('SIGTERM');
+        const response = await inFlight;
+        expect(response.status).to.equal(504);
+        expect(await exited).to.equal(0);
+      } finally {
+        silent.close();
+      }
     });
 
     it('`npm start` compiles what changed and runs the build', async function () {
