@@ -29,6 +29,7 @@ export function buildOpenApiDocument(options: OpenApiOptions): JsonObject {
   const componentSchemas: JsonObject = {
     Problem: toJsonSchema(schemas.problem),
     Health: toJsonSchema(schemas.healthResponse),
+    ProblemType: toJsonSchema(schemas.problemType),
   };
   const paths: Record<string, JsonObject> = {};
 
@@ -79,6 +80,28 @@ export function buildOpenApiDocument(options: OpenApiOptions): JsonObject {
     },
   };
 
+  paths['/openapi.json'] = {
+    get: {
+      operationId: 'openapi',
+      tags: ['documentation'],
+      summary: 'This document',
+      responses: { 200: { description: 'OpenAPI 3.1.', content: { 'application/json': { schema: { type: 'object' } } } } },
+    },
+  };
+  paths['/problems/{type}'] = {
+    get: {
+      operationId: 'problemType',
+      tags: ['documentation'],
+      summary: 'What a problem type means',
+      description: 'The `type` of every problem document resolves here.',
+      parameters: [{ name: 'type', in: 'path', required: true, schema: { type: 'string' }, example: 'table-not-found' }],
+      responses: {
+        200: { description: 'The problem type.', content: { 'application/json': { schema: ref('schemas', 'ProblemType') } } },
+        ...problemResponses(['ROUTE_NOT_FOUND']),
+      },
+    },
+  };
+
   return {
     openapi: '3.1.0',
     info: {
@@ -91,6 +114,7 @@ export function buildOpenApiDocument(options: OpenApiOptions): JsonObject {
     tags: [
       { name: 'v1', description: 'Tables, rows and cells.' },
       { name: 'operations', description: 'Probes for orchestrators.' },
+      { name: 'documentation', description: 'This document and the problem types it names.' },
     ],
     paths,
     components: {

@@ -211,6 +211,16 @@ export const healthResponse = Joi.object({
   status: Joi.string().valid('ok', 'ready').required(),
 });
 
+export const problemType = Joi.object({
+  type: Joi.string().required().example('/problems/table-not-found'),
+  code: Joi.string()
+    .valid(...ERROR_CODES)
+    .required(),
+  status: Joi.number().integer().required().example(404),
+  title: Joi.string().required().example('Table not found'),
+  description: Joi.string().required(),
+});
+
 export const problem = Joi.object({
   type: Joi.string().required().description('URI reference identifying the problem type; see `code`.').example('/problems/table-not-found'),
   title: Joi.string().required().example('Table not found'),

@@ -52,11 +52,9 @@ describe('routing, request ids and problem documents', () => {
   it('documents each problem type at its type URI', async () => {
     for (const code of ERROR_CODES) {
       const slug = code.toLowerCase().replaceAll('_', '-');
-      const response = await fetch(new URL(`/problems/${slug}`, app().baseUrl));
+      const response = await app().api.get(`/problems/${slug}`);
       expect(response.status, code).to.equal(200);
-      const body = (await response.json()) as Record<string, unknown>;
-      expect(body).to.include({ type: `/problems/${slug}`, code });
-      expect(body['status']).to.be.a('number');
+      expect(response.body).to.include({ type: `/problems/${slug}`, code });
     }
     const unknown = await app().api.get('/problems/no-such-problem');
     expect(unknown.status).to.equal(404);
