@@ -6,8 +6,8 @@ import { CONFIG_VARIABLES } from '../src/config.ts';
 import { PROBLEM_TYPES } from '../src/http/problems.ts';
 import { ERROR_CODES } from '../src/service/errors.ts';
 import { emulatorHost } from './support/emulator.ts';
-import { cleanEnv, runService, type ServiceProcess } from './support/service-process.ts';
-import { TEST_PROJECT, randomInstanceId } from './support/test-app.ts';
+import { runService, serviceEnv, type ServiceProcess } from './support/service-process.ts';
+import { randomInstanceId } from './support/test-app.ts';
 
 const execFileAsync = promisify(execFile);
 const README = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
@@ -36,9 +36,7 @@ describe('README', () => {
     const instance = randomInstanceId();
 
     before(async function () {
-      service = await runService(
-        cleanEnv({ PORT: '0', GOOGLE_CLOUD_PROJECT: TEST_PROJECT, INSTANCE_IDS: instance, BIGTABLE_EMULATOR_HOST: emulatorHost(this) }),
-      );
+      service = await runService(serviceEnv(instance, emulatorHost(this)));
     });
     after(async () => {
       await service?.stop();

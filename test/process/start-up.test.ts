@@ -4,7 +4,7 @@ import { statSync } from 'node:fs';
 import { expect } from 'chai';
 import { ApiClient } from '../support/api-client.ts';
 import { emulatorHost } from '../support/emulator.ts';
-import { cleanEnv, runService, runServiceToExit } from '../support/service-process.ts';
+import { cleanEnv, runService, runServiceToExit, serviceEnv } from '../support/service-process.ts';
 import { TEST_PROJECT, randomInstanceId } from '../support/test-app.ts';
 
 const EX_CONFIG = 78;
@@ -48,11 +48,7 @@ describe('the service process', () => {
       const metadataHost = `127.0.0.1:${(metadata.address() as AddressInfo).port}`;
       const instance = randomInstanceId();
       const service = await runService(
-        cleanEnv({
-          PORT: '0',
-          GOOGLE_CLOUD_PROJECT: TEST_PROJECT,
-          INSTANCE_IDS: instance,
-          BIGTABLE_EMULATOR_HOST: emulatorHost(this),
+        serviceEnv(instance, emulatorHost(this), {
           GOOGLE_APPLICATION_CREDENTIALS: '/nonexistent/never-read.json',
           GCE_METADATA_HOST: metadataHost,
           GCE_METADATA_IP: metadataHost,
@@ -77,7 +73,7 @@ describe('the service process', () => {
     it('logs one start-up line naming the port, the store and the instances', async function () {
       const instance = randomInstanceId();
       const service = await runService(
-        cleanEnv({ PORT: '0', GOOGLE_CLOUD_PROJECT: TEST_PROJECT, INSTANCE_IDS: instance, BIGTABLE_EMULATOR_HOST: emulatorHost(this) }),
+        serviceEnv(instance, emulatorHost(this)),
       );
       try {
         const line = JSON.parse(service.output[0] ?? '{}') as Record<string, unknown>;
@@ -90,7 +86,7 @@ describe('the service process', () => {
 
     it('exits 0 on SIGTERM', async function () {
       const service = await runService(
-        cleanEnv({ PORT: '0', GOOGLE_CLOUD_PROJECT: TEST_PROJECT, INSTANCE_IDS: randomInstanceId(), BIGTABLE_EMULATOR_HOST: emulatorHost(this) }),
+        serviceEnv(randomInstanceId(), emulatorHost(this)),
       );
       expect(await service.stop('SIGTERM')).to.equal(0);
     });
@@ -102,13 +98,7 @@ describe('the service process', () => {
       await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
       const instance = randomInstanceId();
       const service = await runService(
-        cleanEnv({
-          PORT: '0',
-          GOOGLE_CLOUD_PROJECT: TEST_PROJECT,
-          INSTANCE_IDS: instance,
-          BIGTABLE_EMULATOR_HOST: `127.0.0.1:${(silent.address() as AddressInfo).port}`,
-          STORE_TIMEOUT_MS: '1500',
-        }),
+        serviceEnv(instance, `127.0.0.1:${(silent.address() as AddressInfo).port}`, { STORE_TIMEOUT_MS: '1500' }),
       );
       try {
         const inFlight = fetch(`${service.baseUrl}/v1/${instance}/readCellData?tableName=t&id=r`);
@@ -125,7 +115,7 @@ describe('the service process', () => {
     it('`npm start` compiles what changed and runs the build', async function () {
       this.timeout(120_000);
       const service = await runService(
-        cleanEnv({ PORT: '0', GOOGLE_CLOUD_PROJECT: TEST_PROJECT, INSTANCE_IDS: randomInstanceId(), BIGTABLE_EMULATOR_HOST: emulatorHost(this) }),
+        serviceEnv(randomInstanceId(), emulatorHost(this)),
         ['npm', 'start', '--silent'],
       );
       try {

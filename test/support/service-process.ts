@@ -1,6 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { createInterface } from 'node:readline';
+import { TEST_PROJECT } from './test-app.ts';
 
 const ROOT = new URL('../../', import.meta.url).pathname;
 
@@ -16,6 +17,11 @@ export interface ServiceProcess {
 /** An environment with nothing of the caller's but PATH and HOME, so no stray GOOGLE_* leaks in. */
 export function cleanEnv(vars: Record<string, string>): NodeJS.ProcessEnv {
   return { PATH: process.env['PATH'] ?? '', HOME: process.env['HOME'] ?? '/tmp', ...vars };
+}
+
+/** A clean environment serving one instance from the Bigtable store at `emulatorHost`, on a free port. */
+export function serviceEnv(instance: string, emulatorHost: string, vars: Record<string, string> = {}): NodeJS.ProcessEnv {
+  return cleanEnv({ PORT: '0', GOOGLE_CLOUD_PROJECT: TEST_PROJECT, INSTANCE_IDS: instance, BIGTABLE_EMULATOR_HOST: emulatorHost, ...vars });
 }
 
 /**
