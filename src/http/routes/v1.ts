@@ -101,7 +101,7 @@ export const V1_OPERATIONS: readonly Operation[] = [
   },
 ];
 
-/** The codes an operation may answer with, in catalogue order. */
+/** The codes an operation may answer with: the common ones, the body ones if it takes a body, then its own. */
 export function operationErrors(operation: Operation): ErrorCode[] {
   return [...new Set([...COMMON_ERRORS, ...(operation.body ? BODY_ERRORS : []), ...operation.errors])];
 }
@@ -113,6 +113,7 @@ export function operationErrors(operation: Operation): ErrorCode[] {
 export function v1Routes(router: Router<AppState>, service: TableService, options: { maxBodyBytes: number }): void {
   const body = jsonBody({ limitBytes: options.maxBodyBytes });
 
+  // The service checks the instance too; this runs it before the body is read and validated.
   router.param('instanceID', (instanceID, _ctx, next) => {
     service.requireInstance(instanceID);
     return next();
