@@ -9,16 +9,25 @@ export interface Config {
   readonly storeTimeoutMs: number;
   /** Instance IDs the service serves; `{instanceID}` in a path must be one of them. */
   readonly instanceIds: readonly string[];
-  readonly dataStore: 'bigtable';
-  readonly bigtable: BigtableConfig;
+  /** The data store and its own settings. */
+  readonly store: StoreConfig;
 }
 
+export type StoreConfig = BigtableConfig | EmbeddedConfig;
+
 export interface BigtableConfig {
+  readonly type: 'bigtable';
   readonly projectId: string;
   /** host:port of a Bigtable emulator; when set, no credentials are looked up. */
   readonly emulatorHost?: string;
   /** Service account key file; otherwise application default credentials. */
   readonly credentialsFile?: string;
+}
+
+export interface EmbeddedConfig {
+  readonly type: 'embedded';
+  /** Directory of the store's database, as configured (relative to the working directory). */
+  readonly dataDir: string;
 }
 
 /** ConfigError names the environment variable that is wrong and what is wrong with it. */
@@ -36,36 +45,54 @@ const MIB = 1024 * 1024;
 
 // Bigtable's own rules for instance IDs: 6-33 characters, a lowercase letter first, no trailing hyphen.
 const BIGTABLE_INSTANCE_ID = /^[a-z][-a-z0-9]{4,31}[a-z0-9]$/;
+// The embedded store names instances itself, so the same alphabet but from one character ("local").
+const EMBEDDED_INSTANCE_ID = /^[a-z](?:[-a-z0-9]{0,31}[a-z0-9])?$/;
 // Project IDs go into resource names (projects/{id}/...), so nothing that could break the path.
 // Legacy domain-scoped IDs ("example.com:my-project") are allowed.
 const PROJECT_ID = /^[a-z][-a-z0-9.:]{2,98}[a-z0-9]$/;
 
-const instanceIdList = Joi.string()
-  .trim()
-  .custom((value: string, helpers) => {
-    const ids = value.split(',').map((id) => id.trim());
-    for (const id of ids) {
-      if (!BIGTABLE_INSTANCE_ID.test(id)) {
-        return helpers.message({
-          custom: `{{#label}} entry "${id}" is not a valid instance ID (6-33 characters: lowercase letters, digits and hyphens, starting with a letter)`,
-        });
+function instanceIdList(pattern: RegExp, rule: string) {
+  return Joi.string()
+    .trim()
+    .custom((value: string, helpers) => {
+      const ids = value.split(',').map((id) => id.trim());
+      for (const id of ids) {
+        if (!pattern.test(id)) {
+          return helpers.message({ custom: `{{#label}} entry "${id}" is not a valid instance ID (${rule})` });
+        }
       }
-    }
-    if (new Set(ids).size !== ids.length) {
-      return helpers.message({ custom: '{{#label}} lists an instance ID more than once' });
-    }
-    return ids;
-  });
+      if (new Set(ids).size !== ids.length) {
+        return helpers.message({ custom: '{{#label}} lists an instance ID more than once' });
+      }
+      return ids;
+    });
+}
+
+const ID_ALPHABET = 'lowercase letters, digits and hyphens, starting with a letter';
 
 const envSchema = Joi.object({
   PORT: Joi.number().integer().min(0).max(65535).default(8080),
   MAX_BODY_BYTES: Joi.number().integer().min(1024).max(512 * MIB).default(10 * MIB),
   STORE_TIMEOUT_MS: Joi.number().integer().min(1).max(600_000).default(5000),
-  INSTANCE_IDS: instanceIdList.required(),
-  DATA_STORE: Joi.string().trim().valid('bigtable').default('bigtable'),
-  GOOGLE_CLOUD_PROJECT: Joi.string().trim().pattern(PROJECT_ID).required().messages({
-    'string.pattern.base': '{{#label}} "{{#value}}" is not a valid project ID',
+  // Unset: Bigtable when anything Bigtable-specific is configured, else the embedded store, so a
+  // fresh clone serves with no configuration at all.
+  DATA_STORE: Joi.string()
+    .trim()
+    .valid('bigtable', 'embedded')
+    .default((env: Record<string, unknown>) =>
+      env['GOOGLE_CLOUD_PROJECT'] !== undefined || env['BIGTABLE_EMULATOR_HOST'] !== undefined ? 'bigtable' : 'embedded',
+    ),
+  INSTANCE_IDS: Joi.when('DATA_STORE', {
+    is: 'bigtable',
+    then: instanceIdList(BIGTABLE_INSTANCE_ID, `6-33 characters: ${ID_ALPHABET}`).required(),
+    otherwise: instanceIdList(EMBEDDED_INSTANCE_ID, `1-33 characters: ${ID_ALPHABET}`).default(['local']),
   }),
+  DATA_DIR: Joi.string().trim().default('./data'),
+  GOOGLE_CLOUD_PROJECT: Joi.string()
+    .trim()
+    .pattern(PROJECT_ID)
+    .when('DATA_STORE', { is: 'bigtable', then: Joi.required() })
+    .messages({ 'string.pattern.base': '{{#label}} "{{#value}}" is not a valid project ID' }),
   BIGTABLE_EMULATOR_HOST: Joi.string()
     .trim()
     .pattern(/^[A-Za-z0-9.-]+:([1-9][0-9]{0,4})$/)
@@ -94,13 +121,28 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     MAX_BODY_BYTES: number;
     STORE_TIMEOUT_MS: number;
     INSTANCE_IDS: string[];
-    DATA_STORE: 'bigtable';
+    DATA_STORE: 'bigtable' | 'embedded';
+    DATA_DIR: string;
     GOOGLE_CLOUD_PROJECT: string;
     BIGTABLE_EMULATOR_HOST?: string;
     GOOGLE_APPLICATION_CREDENTIALS?: string;
   };
 
-  const bigtable: { -readonly [K in keyof BigtableConfig]: BigtableConfig[K] } = { projectId: vars.GOOGLE_CLOUD_PROJECT };
+  return Object.freeze({
+    port: vars.PORT,
+    maxBodyBytes: vars.MAX_BODY_BYTES,
+    storeTimeoutMs: vars.STORE_TIMEOUT_MS,
+    instanceIds: Object.freeze([...vars.INSTANCE_IDS]),
+    store: Object.freeze(vars.DATA_STORE === 'bigtable' ? bigtableConfig(vars) : { type: 'embedded' as const, dataDir: vars.DATA_DIR }),
+  });
+}
+
+function bigtableConfig(vars: {
+  GOOGLE_CLOUD_PROJECT: string;
+  BIGTABLE_EMULATOR_HOST?: string;
+  GOOGLE_APPLICATION_CREDENTIALS?: string;
+}): BigtableConfig {
+  const bigtable: { -readonly [K in keyof BigtableConfig]: BigtableConfig[K] } = { type: 'bigtable', projectId: vars.GOOGLE_CLOUD_PROJECT };
   if (vars.BIGTABLE_EMULATOR_HOST !== undefined) {
     bigtable.emulatorHost = vars.BIGTABLE_EMULATOR_HOST;
   } else if (vars.GOOGLE_APPLICATION_CREDENTIALS !== undefined) {
@@ -112,13 +154,5 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     }
     bigtable.credentialsFile = vars.GOOGLE_APPLICATION_CREDENTIALS;
   }
-
-  return Object.freeze({
-    port: vars.PORT,
-    maxBodyBytes: vars.MAX_BODY_BYTES,
-    storeTimeoutMs: vars.STORE_TIMEOUT_MS,
-    instanceIds: Object.freeze([...vars.INSTANCE_IDS]),
-    dataStore: vars.DATA_STORE,
-    bigtable: Object.freeze(bigtable),
-  });
+  return bigtable;
 }

@@ -2,7 +2,9 @@ import type { AddressInfo } from 'node:net';
 import { pino } from 'pino';
 import { createApp } from './app.ts';
 import { ConfigError, type Config, loadConfig } from './config.ts';
+import { isStoreError } from './store/errors.ts';
 import { openStore } from './store/open-store.ts';
+import type { DataStore } from './store/store.ts';
 
 /** Exit status for invalid configuration (EX_CONFIG in sysexits.h). */
 const EXIT_CONFIG = 78;
@@ -18,12 +20,20 @@ try {
   process.exit(EXIT_CONFIG);
 }
 
-const store = openStore(config);
+let store: DataStore;
+try {
+  store = openStore(config);
+} catch (error) {
+  if (!isStoreError(error)) throw error;
+  logger.fatal({ err: error, store: config.store.type }, `cannot open the ${config.store.type} store: ${error.message}`);
+  process.exit(1);
+}
 const server = createApp({ config, store, logger }).listen(config.port);
 
 server.on('listening', () => {
   const { port } = server.address() as AddressInfo;
-  logger.info({ port, store: store.type, instances: config.instanceIds }, `kvcrud listening on port ${port}`);
+  const dataDir = config.store.type === 'embedded' ? { dataDir: config.store.dataDir } : {};
+  logger.info({ port, store: store.type, instances: config.instanceIds, ...dataDir }, `kvcrud listening on port ${port}`);
 });
 server.on('error', (error) => {
   logger.fatal({ err: error }, 'cannot serve HTTP');

@@ -1,11 +1,17 @@
 import type { Config } from '../config.ts';
 import { BigtableStore } from './bigtable/bigtable-store.ts';
+import { EmbeddedStore } from './embedded/embedded-store.ts';
 import type { DataStore } from './store.ts';
 
-/** openStore creates the configured DataStore: the one place that names the adapters. */
-export function openStore(config: Config): DataStore {
-  switch (config.dataStore) {
+/**
+ * openStore creates the configured DataStore: the one place that names the adapters. It throws a
+ * StoreError when the store cannot be opened at all (e.g. the embedded store's directory is in use).
+ */
+export function openStore(config: Pick<Config, 'store' | 'instanceIds'>): DataStore {
+  switch (config.store.type) {
     case 'bigtable':
-      return new BigtableStore({ ...config.bigtable, instanceIds: config.instanceIds });
+      return new BigtableStore({ ...config.store, instanceIds: config.instanceIds });
+    case 'embedded':
+      return EmbeddedStore.open(config.store);
   }
 }

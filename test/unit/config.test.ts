@@ -20,9 +20,36 @@ describe('loadConfig', () => {
       maxBodyBytes: 10 * 1024 * 1024,
       storeTimeoutMs: 5000,
       instanceIds: ['inst-a'],
-      dataStore: 'bigtable',
-      bigtable: { projectId: 'my-project' },
+      store: { type: 'bigtable', projectId: 'my-project' },
     });
+  });
+
+  it('chooses the embedded store in ./data serving "local" when nothing is configured', () => {
+    expect(loadConfig({})).to.deep.equal({
+      port: 8080,
+      maxBodyBytes: 10 * 1024 * 1024,
+      storeTimeoutMs: 5000,
+      instanceIds: ['local'],
+      store: { type: 'embedded', dataDir: './data' },
+    });
+  });
+
+  it('chooses Bigtable when a project or an emulator is configured, unless DATA_STORE says otherwise', () => {
+    expect(loadConfig(BASE).store.type).to.equal('bigtable');
+    expect(problemsOf({ BIGTABLE_EMULATOR_HOST: 'localhost:8086' })).to.deep.equal([
+      'INSTANCE_IDS is required',
+      'GOOGLE_CLOUD_PROJECT is required',
+    ]);
+    expect(loadConfig({ ...BASE, DATA_STORE: 'embedded', DATA_DIR: '/var/lib/kvcrud' })).to.deep.include({
+      instanceIds: ['inst-a'],
+      store: { type: 'embedded', dataDir: '/var/lib/kvcrud' },
+    });
+  });
+
+  it('allows short instance IDs for the embedded store only', () => {
+    expect(loadConfig({ INSTANCE_IDS: 'a,b-2' }).instanceIds).to.deep.equal(['a', 'b-2']);
+    expect(problemsOf({ ...BASE, INSTANCE_IDS: 'local' })[0]).to.match(/^INSTANCE_IDS entry "local" is not a valid instance ID \(6-33/);
+    expect(problemsOf({ INSTANCE_IDS: 'b-' })[0]).to.match(/^INSTANCE_IDS entry "b-" is not a valid instance ID \(1-33/);
   });
 
   it('reads every variable', () => {
@@ -36,14 +63,14 @@ describe('loadConfig', () => {
       BIGTABLE_EMULATOR_HOST: 'localhost:8086',
     });
     expect(config).to.deep.include({ port: 9000, maxBodyBytes: 2048, storeTimeoutMs: 250, instanceIds: ['inst-a', 'inst-b'] });
-    expect(config.bigtable).to.deep.equal({ projectId: 'my-project', emulatorHost: 'localhost:8086' });
+    expect(config.store).to.deep.equal({ type: 'bigtable', projectId: 'my-project', emulatorHost: 'localhost:8086' });
   });
 
   it('returns a frozen object', () => {
     const config = loadConfig(BASE);
     expect(Object.isFrozen(config)).to.equal(true);
     expect(Object.isFrozen(config.instanceIds)).to.equal(true);
-    expect(Object.isFrozen(config.bigtable)).to.equal(true);
+    expect(Object.isFrozen(config.store)).to.equal(true);
   });
 
   it('treats empty variables as unset', () => {
@@ -51,7 +78,7 @@ describe('loadConfig', () => {
   });
 
   it('names each missing required variable', () => {
-    expect(problemsOf({})).to.deep.equal(['INSTANCE_IDS is required', 'GOOGLE_CLOUD_PROJECT is required']);
+    expect(problemsOf({ DATA_STORE: 'bigtable' })).to.deep.equal(['INSTANCE_IDS is required', 'GOOGLE_CLOUD_PROJECT is required']);
   });
 
   it('names each invalid variable and what is wrong with it', () => {
@@ -60,7 +87,7 @@ describe('loadConfig', () => {
       [{ PORT: '70000' }, /^PORT must be less than or equal to 65535$/],
       [{ MAX_BODY_BYTES: '-1' }, /^MAX_BODY_BYTES must be greater than or equal to 1024$/],
       [{ STORE_TIMEOUT_MS: '1.5' }, /^STORE_TIMEOUT_MS must be an integer$/],
-      [{ DATA_STORE: 'cassandra' }, /^DATA_STORE must be \[bigtable\]$/],
+      [{ DATA_STORE: 'cassandra' }, /^DATA_STORE must be one of \[bigtable, embedded\]$/],
       [{ INSTANCE_IDS: 'inst-a,,inst-b' }, /^INSTANCE_IDS entry "" is not a valid instance ID/],
       [{ INSTANCE_IDS: 'Bad_Instance' }, /^INSTANCE_IDS entry "Bad_Instance" is not a valid instance ID/],
       [{ INSTANCE_IDS: 'inst-a,inst-a' }, /^INSTANCE_IDS lists an instance ID more than once$/],
@@ -76,7 +103,7 @@ describe('loadConfig', () => {
 
   it('reports every problem at once, in one line', () => {
     try {
-      loadConfig({ PORT: 'x', INSTANCE_IDS: 'ok-instance' });
+      loadConfig({ PORT: 'x', INSTANCE_IDS: 'ok-instance', DATA_STORE: 'bigtable' });
       expect.fail('accepted');
     } catch (error) {
       expect((error as Error).message).to.equal('invalid configuration: PORT must be a number; GOOGLE_CLOUD_PROJECT is required');
@@ -89,11 +116,11 @@ describe('loadConfig', () => {
       `GOOGLE_APPLICATION_CREDENTIALS file "${missing}" cannot be read`,
     ]);
     const emulated = loadConfig({ ...BASE, GOOGLE_APPLICATION_CREDENTIALS: missing, BIGTABLE_EMULATOR_HOST: 'localhost:1' });
-    expect(emulated.bigtable).to.not.have.property('credentialsFile');
+    expect(emulated.store).to.not.have.property('credentialsFile');
   });
 
   it('passes a readable credentials file on', () => {
     const file = new URL(import.meta.url).pathname;
-    expect(loadConfig({ ...BASE, GOOGLE_APPLICATION_CREDENTIALS: file }).bigtable.credentialsFile).to.equal(file);
+    expect(loadConfig({ ...BASE, GOOGLE_APPLICATION_CREDENTIALS: file }).store).to.include({ credentialsFile: file });
   });
 });
