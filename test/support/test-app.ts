@@ -6,13 +6,15 @@ import { createApp } from '../../src/app.ts';
 import { BigtableStore } from '../../src/store/bigtable/bigtable-store.ts';
 import type { DataStore } from '../../src/store/store.ts';
 import { ApiClient } from './api-client.ts';
-import { emulatorHost } from './emulator.ts';
+import { type HarnessFactory, type StoreHarness, TEST_PROJECT, bigtableHarness } from './stores.ts';
 
-export const TEST_PROJECT = 'kvcrud-test';
+export { TEST_PROJECT };
 
 export interface TestAppOptions {
-  /** host:port of the Bigtable emulator (or of anything else posing as one). */
-  readonly emulatorHost: string;
+  /** The store to serve; by default Bigtable on `emulatorHost`. */
+  readonly harness?: StoreHarness;
+  /** host:port of the Bigtable emulator (or of anything else posing as one), without a harness. */
+  readonly emulatorHost?: string;
   /** How many instances to serve; each gets a fresh random ID, so suites never share data. */
   readonly instanceCount?: number;
   readonly maxBodyBytes?: number;
@@ -27,6 +29,8 @@ export interface TestApp {
   /** The served instance IDs; `instance` is the first. */
   readonly instances: readonly string[];
   readonly instance: string;
+  /** The store behind the app, for arranging what the v1 API cannot (e.g. a second family). */
+  readonly store: DataStore;
   /** Log lines (parsed JSON) the app wrote. */
   readonly logs: Array<Record<string, unknown>>;
   close(): Promise<void>;
@@ -36,13 +40,15 @@ export function randomInstanceId(): string {
   return `inst-${randomBytes(4).toString('hex')}`;
 }
 
-/** Starts the real app in this process on a free port, with the Bigtable store on the emulator. */
+/** Starts the real app in this process on a free port, with a fresh store. */
 export async function startTestApp(options: TestAppOptions): Promise<TestApp> {
   const instances = Array.from({ length: options.instanceCount ?? 1 }, randomInstanceId);
   const logs: Array<Record<string, unknown>> = [];
   const logger = pino({ level: 'debug' }, { write: (line: string) => void logs.push(JSON.parse(line) as Record<string, unknown>) });
-  const bigtable = new BigtableStore({ projectId: TEST_PROJECT, instanceIds: instances, emulatorHost: options.emulatorHost });
-  const store = options.wrapStore ? options.wrapStore(bigtable) : bigtable;
+  const real = options.harness
+    ? await options.harness.open(instances)
+    : new BigtableStore({ projectId: TEST_PROJECT, instanceIds: instances, emulatorHost: options.emulatorHost ?? '' });
+  const store = options.wrapStore ? options.wrapStore(real) : real;
   const app = createApp({
     config: {
       instanceIds: instances,
@@ -61,6 +67,7 @@ export async function startTestApp(options: TestAppOptions): Promise<TestApp> {
     baseUrl,
     instances,
     instance: instances[0] ?? '',
+    store: real,
     logs,
     async close() {
       server.closeAllConnections();
@@ -71,13 +78,17 @@ export async function startTestApp(options: TestAppOptions): Promise<TestApp> {
 }
 
 /**
- * useTestApp starts a TestApp before the suite's tests (skipping them when there is no emulator)
- * and closes it after. Returns an accessor for the tests.
+ * useTestApp starts a TestApp before the suite's tests and closes it after; `store` picks the
+ * adapter (Bigtable on the emulator by default; skipped when there is none). Returns an accessor
+ * for the tests.
  */
-export function useTestApp(options: Omit<TestAppOptions, 'emulatorHost'> = {}): () => TestApp {
+export function useTestApp(
+  options: Omit<TestAppOptions, 'emulatorHost' | 'harness'> & { readonly store?: HarnessFactory } = {},
+): () => TestApp {
   let app: TestApp | undefined;
   before(async function () {
-    app = await startTestApp({ emulatorHost: emulatorHost(this), ...options });
+    const { store = bigtableHarness, ...rest } = options;
+    app = await startTestApp({ ...rest, harness: store(this) });
   });
   after(async () => {
     await app?.close();

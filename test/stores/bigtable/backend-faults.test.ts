@@ -1,8 +1,8 @@
 import { type Server, type Socket, createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
-import { withOverrides } from '../support/store-faults.ts';
-import { type TestApp, startTestApp, useTestApp } from '../support/test-app.ts';
+import { withOverrides } from '../../support/store-faults.ts';
+import { type TestApp, startTestApp, useTestApp } from '../../support/test-app.ts';
 
 /** A port on which nothing listens: bind, note the port, close. */
 async function closedPort(): Promise<number> {

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
-import { cbt } from '../support/cbt.ts';
-import { emulatorHost } from '../support/emulator.ts';
-import { useTestApp } from '../support/test-app.ts';
+import { cbt } from '../../support/cbt.ts';
+import { emulatorHost } from '../../support/emulator.ts';
+import { useTestApp } from '../../support/test-app.ts';
 
 /**
  * The service and Google's own `cbt` CLI must agree on what is in Bigtable: what one writes, the

@@ -1,0 +1,53 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { BigtableStore } from '../../src/store/bigtable/bigtable-store.ts';
+import { EmbeddedStore } from '../../src/store/embedded/embedded-store.ts';
+import type { DataStore } from '../../src/store/store.ts';
+import { emulatorHost } from './emulator.ts';
+
+export const TEST_PROJECT = 'kvcrud-test';
+
+/**
+ * StoreHarness is all an adapter supplies to the conformance suite (test/conformance), in the
+ * style of gocloud.dev's drivertest: a way to open a fresh store, and to close it.
+ */
+export interface StoreHarness {
+  /** The adapter's DataStore.type. */
+  readonly name: string;
+  /** Opens a store serving `instances` that holds nothing another test made. */
+  open(instances: readonly string[]): Promise<DataStore>;
+}
+
+/** Makes a harness, or skips the calling suite when what the adapter needs is missing. */
+export type HarnessFactory = (context: Mocha.Context) => StoreHarness;
+
+/** Bigtable on the emulator the test run started (a fresh store = fresh random instance IDs). */
+export const bigtableHarness: HarnessFactory = (context) => {
+  const host = emulatorHost(context);
+  return {
+    name: 'bigtable',
+    open: (instances) => Promise.resolve(new BigtableStore({ projectId: TEST_PROJECT, instanceIds: instances, emulatorHost: host })),
+  };
+};
+
+/** The embedded store in a new temporary directory, removed when the store closes. */
+export const embeddedHarness: HarnessFactory = () => ({
+  name: 'embedded',
+  open() {
+    const dataDir = mkdtempSync(join(tmpdir(), 'kvcrud-embedded-'));
+    const store = EmbeddedStore.open({ dataDir });
+    const close = store.close.bind(store);
+    return Promise.resolve(
+      Object.assign(store, {
+        async close() {
+          await close();
+          rmSync(dataDir, { recursive: true, force: true });
+        },
+      }),
+    );
+  },
+});
+
+/** Every adapter's harness, for suites that run against each store. */
+export const STORE_HARNESSES: readonly HarnessFactory[] = [bigtableHarness, embeddedHarness];
