@@ -55,6 +55,24 @@ export function readCellDataCases(store: HarnessFactory): void {
       expect(response.body.rowKeyId).to.equal(id);
     });
 
+    it('reads the version with the highest timestamp, whatever the order versions were written in', async () => {
+      const ref = { instance: app().instance, table: 't' };
+      const version = (value: string, timestampMicros: bigint) => ({
+        family: 'a-family',
+        qualifier: Buffer.from('q'),
+        value: Buffer.from(value),
+        timestampMicros,
+      });
+      const deadline = Date.now() + 5000;
+      await app().store.writeRow(ref, Buffer.from('versions'), [version('newest', 3_000_000n)], { deadline });
+      await app().store.writeRow(ref, Buffer.from('versions'), [version('oldest', 1_000_000n)], { deadline });
+      await app().store.writeRow(ref, Buffer.from('versions'), [version('middle', 2_000_000n)], { deadline });
+      const { body } = await read('tableName=t&id=versions');
+      expect(body.data).to.deep.equal([
+        { columnFamily: 'a-family', columnName: 'q', columnValue: 'newest', timestamp: '1970-01-01T00:00:03.000000Z' },
+      ]);
+    });
+
     it('returns 404 ROW_NOT_FOUND for a row without cells', async () => {
       const response = await read('tableName=t&id=nothing-here');
       expect(response.status).to.equal(404);

@@ -1,4 +1,5 @@
 import type { HarnessFactory } from '../support/stores.ts';
+import { concurrencyCases } from './concurrency.ts';
 import { createTableCases } from './create-table.ts';
 import { deleteTableCases } from './delete-table.ts';
 import { insertDataCases } from './insert-data.ts';
@@ -15,4 +16,5 @@ export function conformanceSuite(store: HarnessFactory): void {
   insertDataCases(store);
   readCellDataCases(store);
   deleteTableCases(store);
+  concurrencyCases(store);
 }
