@@ -1,4 +1,5 @@
 import type { AddressInfo } from 'node:net';
+import { resolve } from 'node:path';
 import { pino } from 'pino';
 import { createApp } from './app.ts';
 import { ConfigError, type Config, loadConfig } from './config.ts';
@@ -32,7 +33,7 @@ const server = createApp({ config, store, logger }).listen(config.port);
 
 server.on('listening', () => {
   const { port } = server.address() as AddressInfo;
-  const dataDir = config.store.type === 'embedded' ? { dataDir: config.store.dataDir } : {};
+  const dataDir = config.store.type === 'embedded' ? { dataDir: resolve(config.store.dataDir) } : {};
   logger.info({ port, store: store.type, instances: config.instanceIds, ...dataDir }, `kvcrud listening on port ${port}`);
 });
 server.on('error', (error) => {

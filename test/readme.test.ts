@@ -1,13 +1,13 @@
 import { execFile } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { expect } from 'chai';
 import { CONFIG_VARIABLES } from '../src/config.ts';
 import { PROBLEM_TYPES } from '../src/http/problems.ts';
 import { ERROR_CODES } from '../src/service/errors.ts';
-import { emulatorHost } from './support/emulator.ts';
-import { runService, serviceEnv, type ServiceProcess } from './support/service-process.ts';
-import { randomInstanceId } from './support/test-app.ts';
+import { cleanEnv, runService, type ServiceProcess } from './support/service-process.ts';
 
 const execFileAsync = promisify(execFile);
 const README = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
@@ -31,30 +31,33 @@ function withoutTimestamps(json: unknown): unknown {
 }
 
 describe('README', () => {
-  describe('the curl examples, run in order against a real service', () => {
+  describe('the curl examples, run in order against a service started with no configuration', () => {
     let service: ServiceProcess;
-    const instance = randomInstanceId();
+    let dataDir: string;
 
-    before(async function () {
-      service = await runService(serviceEnv(instance, emulatorHost(this)));
+    before(async () => {
+      // What `npm start` on a fresh clone gets: the embedded store, instance "local". Only the
+      // port (free, not 8080) and the data directory (fresh, not ./data) differ.
+      dataDir = mkdtempSync(join(tmpdir(), 'kvcrud-readme-'));
+      service = await runService(cleanEnv({ PORT: '0', DATA_DIR: dataDir }));
     });
     after(async () => {
       await service?.stop();
+      rmSync(dataDir, { recursive: true, force: true });
     });
 
     it('has examples for all four endpoints', () => {
       const commands = curlExamples().map((example) => example.command);
       for (const endpoint of ['createTable', 'insertData', 'readCellData', 'deleteTable']) {
-        expect(commands.some((command) => command.includes(`/v1/my-instance/${endpoint}`)), endpoint).to.equal(true);
+        expect(commands.some((command) => command.includes(`localhost:8080/v1/local/${endpoint}`)), endpoint).to.equal(true);
       }
     });
 
     it('answer what the README shows', async () => {
       const host = new URL(service.baseUrl).host;
       for (const { command, expected } of curlExamples()) {
-        const runnable = command.replaceAll('localhost:8080', host).replaceAll('my-instance', instance);
-        const { stdout } = await execFileAsync('bash', ['-c', runnable]);
-        const documented = JSON.parse(expected.replaceAll('my-instance', instance)) as unknown;
+        const { stdout } = await execFileAsync('bash', ['-c', command.replaceAll('localhost:8080', host)]);
+        const documented = JSON.parse(expected) as unknown;
         expect(withoutTimestamps(JSON.parse(stdout)), command).to.deep.equal(withoutTimestamps(documented));
       }
     });

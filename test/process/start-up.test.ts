@@ -1,6 +1,8 @@
 import { createServer, type IncomingMessage } from 'node:http';
 import { type AddressInfo, createServer as createNetServer } from 'node:net';
-import { statSync } from 'node:fs';
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { expect } from 'chai';
 import { ApiClient } from '../support/api-client.ts';
 import { emulatorHost } from '../support/emulator.ts';
@@ -23,7 +25,7 @@ describe('the service process', () => {
         cleanEnv({ GOOGLE_CLOUD_PROJECT: TEST_PROJECT, INSTANCE_IDS: 'inst-a', PORT: 'eighty', DATA_STORE: 'mongo' }),
       );
       expect(code).to.equal(EX_CONFIG);
-      expect(stderr).to.equal('kvcrud: invalid configuration: PORT must be a number; DATA_STORE must be [bigtable]\n');
+      expect(stderr).to.equal('kvcrud: invalid configuration: PORT must be a number; DATA_STORE must be one of [bigtable, embedded]\n');
     });
 
     it('exits 78 when the credentials file cannot be read', async () => {
@@ -112,22 +114,23 @@ describe('the service process', () => {
       }
     });
 
-    it('`npm start` compiles what changed and runs the build', async function () {
+    it('`npm start` with no configuration compiles what changed and serves the embedded store', async function () {
       this.timeout(120_000);
-      const service = await runService(
-        serviceEnv(randomInstanceId(), emulatorHost(this)),
-        ['npm', 'start', '--silent'],
-      );
+      const dataDir = mkdtempSync(join(tmpdir(), 'kvcrud-npm-start-'));
+      // Only the port (free) and the data directory (fresh) differ from a fresh clone's `npm start`.
+      const service = await runService(cleanEnv({ PORT: '0', DATA_DIR: dataDir }), ['npm', 'start', '--silent']);
       try {
         const api = await ApiClient.connect(service.baseUrl);
-        expect((await api.get('/healthz')).status).to.equal(200);
+        expect((await api.get('/readyz')).status).to.equal(200);
+        expect((await api.post('/v1/local/createTable', { tableName: 't', columnFamily: 'cf' })).status).to.equal(201);
         const root = new URL('../../', import.meta.url);
-        for (const file of ['index', 'app', 'http/routes/v1', 'store/bigtable/bigtable-store']) {
+        for (const file of ['index', 'app', 'http/routes/v1', 'store/bigtable/bigtable-store', 'store/embedded/embedded-store']) {
           const built = statSync(new URL(`dist/${file}.js`, root)).mtimeMs;
           expect(built, file).to.be.at.least(statSync(new URL(`src/${file}.ts`, root)).mtimeMs);
         }
       } finally {
         expect(await service.stop()).to.be.oneOf([0, null]);
+        rmSync(dataDir, { recursive: true, force: true });
       }
     });
   });

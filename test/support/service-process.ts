@@ -58,7 +58,7 @@ export async function runService(
     baseUrl: `http://127.0.0.1:${port}`,
     output,
     async stop(signal = 'SIGTERM') {
-      if (child.exitCode !== null) return child.exitCode;
+      if (child.exitCode !== null || child.signalCode !== null) return child.exitCode;
       const exited = once(child, 'exit');
       process.kill(-(child.pid ?? 0), signal);
       const [code] = (await exited) as [number | null];
