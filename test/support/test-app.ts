@@ -6,7 +6,7 @@ import { createApp } from '../../src/app.ts';
 import { BigtableStore } from '../../src/store/bigtable/bigtable-store.ts';
 import type { DataStore } from '../../src/store/store.ts';
 import { ApiClient } from './api-client.ts';
-import { type HarnessFactory, type StoreHarness, TEST_PROJECT, bigtableHarness } from './stores.ts';
+import { type HarnessFactory, type StoreCapabilities, type StoreHarness, TEST_PROJECT, bigtableHarness } from './stores.ts';
 
 export { TEST_PROJECT };
 
@@ -31,6 +31,8 @@ export interface TestApp {
   readonly instance: string;
   /** The store behind the app, for arranging what the v1 API cannot (e.g. a second family). */
   readonly store: DataStore;
+  /** What the store's harness says it can do (Bigtable's when no harness was given). */
+  readonly capabilities: StoreCapabilities;
   /** Log lines (parsed JSON) the app wrote. */
   readonly logs: Array<Record<string, unknown>>;
   close(): Promise<void>;
@@ -68,6 +70,7 @@ export async function startTestApp(options: TestAppOptions): Promise<TestApp> {
     instances,
     instance: instances[0] ?? '',
     store: real,
+    capabilities: options.harness?.capabilities ?? { fastWideWrites: false },
     logs,
     async close() {
       server.closeAllConnections();
