@@ -165,6 +165,7 @@ export class EmbeddedStore implements DataStore {
 
   /** Runs a change in the next group commit; it is skipped if its deadline passes first. */
   #write<T>(options: CallOptions, change: () => T): Promise<T> {
+    if (!this.#db.isOpen) return Promise.reject(closedError());
     return this.#writes.enqueue(() => {
       requireTime(options);
       return guard('write', change);
@@ -175,6 +176,7 @@ export class EmbeddedStore implements DataStore {
   #read<T>(options: CallOptions, query: () => T): Promise<T> {
     // The executor turns a throw into a rejection.
     return new Promise((resolve) => {
+      if (!this.#db.isOpen) throw closedError();
       requireTime(options);
       resolve(guard('read', query));
     });
@@ -202,6 +204,10 @@ export class EmbeddedStore implements DataStore {
 
 function key(ref: TableRef): string {
   return `${ref.instance}/${ref.table}`;
+}
+
+function closedError(): StoreError {
+  return new StoreError('UNAVAILABLE', 'the embedded store is closed');
 }
 
 function requireTime(options: CallOptions): void {
