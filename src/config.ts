@@ -11,6 +11,8 @@ export interface Config {
   readonly instanceIds: readonly string[];
   readonly dataStore: 'bigtable';
   readonly bigtable: BigtableConfig;
+  /** On SIGTERM, how long in-flight requests may run before their connections are cut. */
+  readonly shutdownTimeoutMs: number;
 }
 
 export interface BigtableConfig {
@@ -71,6 +73,8 @@ const envSchema = Joi.object({
     .pattern(/^[A-Za-z0-9.-]+:([1-9][0-9]{0,4})$/)
     .messages({ 'string.pattern.base': '{{#label}} must be host:port, got "{{#value}}"' }),
   GOOGLE_APPLICATION_CREDENTIALS: Joi.string().trim(),
+  // Below Kubernetes' grace period (30 s by default; the chart derives its own from this).
+  SHUTDOWN_TIMEOUT_MS: Joi.number().integer().min(0).max(600_000).default(25_000),
 })
   .unknown(true)
   .prefs({ convert: true, abortEarly: false, errors: { wrap: { label: false } } });
@@ -98,6 +102,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     GOOGLE_CLOUD_PROJECT: string;
     BIGTABLE_EMULATOR_HOST?: string;
     GOOGLE_APPLICATION_CREDENTIALS?: string;
+    SHUTDOWN_TIMEOUT_MS: number;
   };
 
   const bigtable: { -readonly [K in keyof BigtableConfig]: BigtableConfig[K] } = { projectId: vars.GOOGLE_CLOUD_PROJECT };
@@ -120,5 +125,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     instanceIds: Object.freeze([...vars.INSTANCE_IDS]),
     dataStore: vars.DATA_STORE,
     bigtable: Object.freeze(bigtable),
+    shutdownTimeoutMs: vars.SHUTDOWN_TIMEOUT_MS,
   });
 }
