@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { CHART_DIR, ciValuesFiles, helmBinary, render, runHelm, template } from '../support/helm.ts';
+import { CHART_DIR, apiServerProblems, ciValuesFiles, helmBinary, render, runHelm, template } from '../support/helm.ts';
 
 const STANDARD_LABELS = ['helm.sh/chart', 'app.kubernetes.io/name', 'app.kubernetes.io/instance', 'app.kubernetes.io/version', 'app.kubernetes.io/managed-by'];
 
@@ -42,6 +42,7 @@ describe('the Helm chart, linted and rendered', function () {
           expect(manifest['metadata'].name, id).to.match(/^shop-kvcrud(-[a-z]+)?$|^kvcrud-gateway$/);
           expect(Object.keys(manifest['metadata'].labels ?? {}), id).to.include.members(STANDARD_LABELS);
         }
+        expect(apiServerProblems(manifests)).to.deep.equal([]);
       });
     });
   }

@@ -2,7 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { expect } from 'chai';
 import { parse, parseAllDocuments } from 'yaml';
 import { loadConfig } from '../../src/config.ts';
-import { container, environment, helmBinary, type Manifest, only, render } from '../support/helm.ts';
+import { apiServerProblems, container, environment, helmBinary, type Manifest, only, render } from '../support/helm.ts';
 
 const ROOT = new URL('../../', import.meta.url).pathname;
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- a parsed YAML document, walked by the tests
@@ -102,6 +102,8 @@ describe('skaffold.yaml', function () {
       const helm = await helmBinary(this);
       const manifests = await renderRelease(helm, releases[0]?.[1] as HelmRelease);
       expect(container(manifests)['image']).to.equal(`${BUILT.repository}:${BUILT.tag}@${BUILT.digest}`);
+      // The tag@digest skaffold passes must not leak into a label value.
+      expect(apiServerProblems(manifests)).to.deep.equal([]);
       const config = loadConfig(environment(manifests));
       expect(config.bigtable).to.deep.equal({ projectId: 'my-project' });
       expect(config.instanceIds).to.deep.equal(['my-instance']);
@@ -131,6 +133,7 @@ describe('skaffold.yaml', function () {
     it('points the service at that emulator, in a configuration the service accepts', async function () {
       const helm = await helmBinary(this);
       const manifests = await renderRelease(helm, releases[1]?.[1] as HelmRelease);
+      expect(apiServerProblems([...manifests, ...emulatorManifests()])).to.deep.equal([]);
       const emulatorService = only(emulatorManifests(), 'Service');
       const env = environment(manifests);
       expect(env['BIGTABLE_EMULATOR_HOST']).to.equal(`${emulatorService['metadata'].name}:${emulatorService['spec'].ports[0].port}`);

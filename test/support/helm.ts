@@ -115,6 +115,31 @@ export function environment(manifests: readonly Manifest[]): Record<string, stri
   return { ...(configMap['data'] as Record<string, string>), ...Object.fromEntries(env.map((entry) => [entry.name, entry.value ?? '<valueFrom>'])) };
 }
 
+// Kubernetes' rules for object names (DNS-1123 subdomain; Services and most others: a label) and
+// label values; the API server refuses an object that breaks them.
+const DNS_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
+const LABEL_VALUE = /^(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?$/;
+
+/** What the API server would refuse in these manifests: bad names or label values. */
+export function apiServerProblems(manifests: readonly Manifest[]): string[] {
+  const problems: string[] = [];
+  for (const manifest of manifests) {
+    const id = `${manifest['kind']} ${manifest['metadata']?.name}`;
+    if (!DNS_LABEL.test(String(manifest['metadata']?.name))) problems.push(`${id}: name is not a DNS-1123 label`);
+    const labelSets: Array<[string, Record<string, unknown> | undefined]> = [
+      ['labels', manifest['metadata']?.labels],
+      ['pod labels', manifest['spec']?.template?.metadata?.labels],
+      ['selector', manifest['spec']?.selector?.matchLabels ?? (manifest['kind'] === 'Service' ? manifest['spec']?.selector : undefined)],
+    ];
+    for (const [where, labels] of labelSets) {
+      for (const [key, value] of Object.entries(labels ?? {})) {
+        if (typeof value !== 'string' || !LABEL_VALUE.test(value)) problems.push(`${id}: ${where} ${key}=${String(value)} is not a valid label value`);
+      }
+    }
+  }
+  return problems;
+}
+
 /** The chart's ci/*-values.yaml files (the lint variants), relative to the chart. */
 export function ciValuesFiles(): string[] {
   return readdirSync(join(CHART_DIR, 'ci'))

@@ -35,7 +35,8 @@ kvcrud.labels are the standard labels of every resource.
 {{- define "kvcrud.labels" -}}
 helm.sh/chart: {{ include "kvcrud.chart" . }}
 {{ include "kvcrud.selectorLabels" . }}
-app.kubernetes.io/version: {{ .Values.image.tag | default .Chart.AppVersion | quote }}
+{{- /* The chart's appVersion, not image.tag: a tag may hold a digest, which no label value can. */}}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
 app.kubernetes.io/part-of: kvcrud
 {{- end }}
