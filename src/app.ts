@@ -4,6 +4,8 @@ import Koa from 'koa';
 import type { Logger } from 'pino';
 import type { Config } from './config.ts';
 import type { AppState } from './http/app-state.ts';
+import { DrainState } from './http/drain-state.ts';
+import { closeWhenDraining } from './http/middleware/close-when-draining.ts';
 import { problemResponder } from './http/middleware/problem-responder.ts';
 import { requestId } from './http/middleware/request-id.ts';
 import { buildOpenApiDocument } from './http/openapi.ts';
@@ -19,22 +21,25 @@ export interface AppDeps {
   readonly config: Pick<Config, 'instanceIds' | 'maxBodyBytes' | 'storeTimeoutMs'>;
   readonly store: DataStore;
   readonly logger: Logger;
+  /** Set by the entry point on SIGTERM; a fresh one (never draining) when left out. */
+  readonly drain?: DrainState;
 }
 
 /**
  * createApp wires the service: HTTP middleware and routes in front of the TableService, in front
  * of whichever DataStore it is given. The only place that knows all the layers.
  */
-export function createApp({ config, store, logger }: AppDeps): Koa<AppState> {
+export function createApp({ config, store, logger, drain = new DrainState() }: AppDeps): Koa<AppState> {
   const service = new TableService({ store, instanceIds: config.instanceIds, storeTimeoutMs: config.storeTimeoutMs });
   const openApi = buildOpenApiDocument({ version: VERSION, instanceIds: config.instanceIds, maxBodyBytes: config.maxBodyBytes });
 
   const router = new Router<AppState>();
-  healthRoutes(router, service);
+  healthRoutes(router, service, drain);
   docsRoutes(router, openApi);
   v1Routes(router, service, { maxBodyBytes: config.maxBodyBytes });
 
   const app = new Koa<AppState>();
+  app.use(closeWhenDraining(drain));
   app.use(requestId());
   app.use(problemResponder());
   app.use(router.routes());

@@ -11,6 +11,8 @@ export interface Config {
   readonly instanceIds: readonly string[];
   /** The data store and its own settings. */
   readonly store: StoreConfig;
+  /** On SIGTERM, how long in-flight requests may run before their connections are cut. */
+  readonly shutdownTimeoutMs: number;
 }
 
 export type StoreConfig = BigtableConfig | EmbeddedConfig;
@@ -98,6 +100,8 @@ const envSchema = Joi.object({
     .pattern(/^[A-Za-z0-9.-]+:([1-9][0-9]{0,4})$/)
     .messages({ 'string.pattern.base': '{{#label}} must be host:port, got "{{#value}}"' }),
   GOOGLE_APPLICATION_CREDENTIALS: Joi.string().trim(),
+  // Below Kubernetes' grace period (30 s by default; the chart derives its own from this).
+  SHUTDOWN_TIMEOUT_MS: Joi.number().integer().min(0).max(600_000).default(25_000),
 })
   .unknown(true)
   .prefs({ convert: true, abortEarly: false, errors: { wrap: { label: false } } });
@@ -126,6 +130,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     GOOGLE_CLOUD_PROJECT: string;
     BIGTABLE_EMULATOR_HOST?: string;
     GOOGLE_APPLICATION_CREDENTIALS?: string;
+    SHUTDOWN_TIMEOUT_MS: number;
   };
 
   return Object.freeze({
@@ -134,6 +139,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     storeTimeoutMs: vars.STORE_TIMEOUT_MS,
     instanceIds: Object.freeze([...vars.INSTANCE_IDS]),
     store: Object.freeze(vars.DATA_STORE === 'bigtable' ? bigtableConfig(vars) : { type: 'embedded' as const, dataDir: vars.DATA_DIR }),
+    shutdownTimeoutMs: vars.SHUTDOWN_TIMEOUT_MS,
   });
 }
 

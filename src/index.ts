@@ -3,6 +3,8 @@ import { resolve } from 'node:path';
 import { pino } from 'pino';
 import { createApp } from './app.ts';
 import { ConfigError, type Config, loadConfig } from './config.ts';
+import { DrainState } from './http/drain-state.ts';
+import { shutDown } from './shutdown.ts';
 import { isStoreError } from './store/errors.ts';
 import { openStore } from './store/open-store.ts';
 import type { DataStore } from './store/store.ts';
@@ -29,7 +31,8 @@ try {
   logger.fatal({ err: error, store: config.store.type }, `cannot open the ${config.store.type} store: ${error.message}`);
   process.exit(1);
 }
-const server = createApp({ config, store, logger }).listen(config.port);
+const drain = new DrainState();
+const server = createApp({ config, store, logger, drain }).listen(config.port);
 
 server.on('listening', () => {
   const { port } = server.address() as AddressInfo;
@@ -41,20 +44,21 @@ server.on('error', (error) => {
   process.exit(1);
 });
 
-/** Longest wait for in-flight requests on shutdown; Kubernetes' default grace period is 30 s. */
-const SHUTDOWN_GRACE_MS = 20_000;
-
-// Stop accepting connections, let in-flight requests finish (bounded), then close the store.
-async function shutdown(signal: string): Promise<void> {
-  logger.info({ signal }, 'shutting down');
-  const closed = new Promise((resolve) => server.close(resolve));
-  // close() drops the connections idle at that moment; keep-alive connections whose request
-  // finishes later would otherwise linger until their keep-alive timeout.
-  const sweep = setInterval(() => server.closeIdleConnections(), 50);
-  await Promise.race([closed, new Promise((resolve) => setTimeout(resolve, SHUTDOWN_GRACE_MS).unref())]);
-  clearInterval(sweep);
-  await store.close();
-  process.exit(0);
+// SIGTERM (Kubernetes, docker stop) or SIGINT (Ctrl-C) drains and exits 0. A repeated signal
+// changes nothing: `npm start` forwards the signal its process group already got, and the drain is
+// bounded by SHUTDOWN_TIMEOUT_MS anyway. As PID 1 in a container, Node gets signals only because
+// these handlers exist.
+let stopping = false;
+function onSignal(signal: NodeJS.Signals): void {
+  if (stopping) return;
+  stopping = true;
+  shutDown({ server, store, drain, logger, timeoutMs: config.shutdownTimeoutMs }, signal).then(
+    () => process.exit(0),
+    (error: unknown) => {
+      logger.fatal({ err: error }, 'shutdown failed');
+      process.exit(1);
+    },
+  );
 }
-process.once('SIGTERM', () => void shutdown('SIGTERM'));
-process.once('SIGINT', () => void shutdown('SIGINT'));
+process.on('SIGTERM', onSignal);
+process.on('SIGINT', onSignal);

@@ -75,7 +75,7 @@ export function buildOpenApiDocument(options: OpenApiOptions): JsonObject {
       summary: 'Readiness: the data store answers',
       responses: {
         200: { description: 'Ready.', content: { 'application/json': { schema: ref('schemas', 'Health') } } },
-        ...problemResponses(['BACKEND_UNAVAILABLE']),
+        ...problemResponses(['BACKEND_UNAVAILABLE', 'SHUTTING_DOWN']),
       },
     },
   };

@@ -43,6 +43,11 @@ export const PROBLEM_TYPES: Readonly<Record<ErrorCode, { status: number; title: 
     title: 'Backend unavailable',
     description: 'The data store could not be reached or is overloaded. Retry after the `Retry-After` delay.',
   },
+  SHUTTING_DOWN: {
+    status: 503,
+    title: 'Shutting down',
+    description: 'The service is draining before it stops: it finishes its in-flight requests and takes no new connections. Send requests to another replica.',
+  },
   DEADLINE_EXCEEDED: {
     status: 504,
     title: 'Deadline exceeded',

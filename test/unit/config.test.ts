@@ -21,6 +21,7 @@ describe('loadConfig', () => {
       storeTimeoutMs: 5000,
       instanceIds: ['inst-a'],
       store: { type: 'bigtable', projectId: 'my-project' },
+      shutdownTimeoutMs: 25_000,
     });
   });
 
@@ -31,6 +32,7 @@ describe('loadConfig', () => {
       storeTimeoutMs: 5000,
       instanceIds: ['local'],
       store: { type: 'embedded', dataDir: './data' },
+      shutdownTimeoutMs: 25_000,
     });
   });
 
@@ -61,8 +63,10 @@ describe('loadConfig', () => {
       INSTANCE_IDS: ' inst-a , inst-b ',
       DATA_STORE: 'bigtable',
       BIGTABLE_EMULATOR_HOST: 'localhost:8086',
+      SHUTDOWN_TIMEOUT_MS: '0',
     });
     expect(config).to.deep.include({ port: 9000, maxBodyBytes: 2048, storeTimeoutMs: 250, instanceIds: ['inst-a', 'inst-b'] });
+    expect(config.shutdownTimeoutMs).to.equal(0);
     expect(config.store).to.deep.equal({ type: 'bigtable', projectId: 'my-project', emulatorHost: 'localhost:8086' });
   });
 
@@ -93,6 +97,8 @@ describe('loadConfig', () => {
       [{ INSTANCE_IDS: 'inst-a,inst-a' }, /^INSTANCE_IDS lists an instance ID more than once$/],
       [{ GOOGLE_CLOUD_PROJECT: 'projects/x' }, /^GOOGLE_CLOUD_PROJECT "projects\/x" is not a valid project ID$/],
       [{ BIGTABLE_EMULATOR_HOST: 'localhost' }, /^BIGTABLE_EMULATOR_HOST must be host:port, got "localhost"$/],
+      [{ SHUTDOWN_TIMEOUT_MS: '-1' }, /^SHUTDOWN_TIMEOUT_MS must be greater than or equal to 0$/],
+      [{ SHUTDOWN_TIMEOUT_MS: '1h' }, /^SHUTDOWN_TIMEOUT_MS must be a number$/],
     ];
     for (const [override, expected] of cases) {
       const problems = problemsOf({ ...BASE, ...override });

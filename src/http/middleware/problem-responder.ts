@@ -25,7 +25,8 @@ export function problemResponder(): Middleware<AppState> {
       ctx.type = 'application/problem+json';
       ctx.body = problem;
       if (problem.status === 503) ctx.set('Retry-After', String(RETRY_AFTER_SECONDS));
-      if (problem.status >= 500) ctx.app.emit('error', error, ctx);
+      // A draining process answering its readiness probe is no failure worth a log line.
+      if (problem.status >= 500 && problem.code !== 'SHUTTING_DOWN') ctx.app.emit('error', error, ctx);
     }
   };
 }

@@ -1,0 +1,158 @@
+import { expect } from 'chai';
+import { CONFIG_VARIABLES, loadConfig } from '../../src/config.ts';
+import { ciValuesFiles, container, environment, helmBinary, type Manifest, only, render } from '../support/helm.ts';
+
+const CREDENTIALS_DIR = '/var/run/secrets/kvcrud/gcp';
+const PACKAGE_FILE = new URL('../../package.json', import.meta.url).pathname;
+
+
+function volumes(manifests: readonly Manifest[]): Manifest[] {
+  return only(manifests, 'Deployment')['spec'].template.spec.volumes as Manifest[];
+}
+
+describe('the Helm chart maps values to the service configuration', function () {
+  this.timeout(60_000);
+  let helm: string;
+
+  before(async function () {
+    helm = await helmBinary(this);
+  });
+
+  it('passes the project, the instances and the limits to the service', async () => {
+    const manifests = await render(helm, {
+      valuesFiles: ['ci/default-values.yaml'],
+      set: { 'bigtable.instanceIds': ['orders-prod', 'users-prod'], config: { maxBodyBytes: 2048, storeTimeoutMs: 750 }, 'shutdown.timeoutMs': 12_000 },
+    });
+    expect(only(manifests, 'ConfigMap')['data']).to.deep.equal({
+      DATA_STORE: 'bigtable',
+      PORT: '8080',
+      GOOGLE_CLOUD_PROJECT: 'my-project',
+      INSTANCE_IDS: 'orders-prod,users-prod',
+      MAX_BODY_BYTES: '2048',
+      STORE_TIMEOUT_MS: '750',
+      SHUTDOWN_TIMEOUT_MS: '12000',
+    });
+    expect(container(manifests)['envFrom']).to.deep.equal([{ configMapRef: { name: 'kvcrud' } }]);
+    // The service itself accepts what the chart gives it.
+    const config = loadConfig(environment(manifests));
+    expect(config).to.deep.include({ port: 8080, maxBodyBytes: 2048, storeTimeoutMs: 750, shutdownTimeoutMs: 12_000, instanceIds: ['orders-prod', 'users-prod'] });
+    expect(config.store).to.deep.equal({ type: 'bigtable', projectId: 'my-project' });
+  });
+
+  it('sets only variables the service reads', async () => {
+    for (const valuesFile of ciValuesFiles()) {
+      const manifests = await render(helm, { valuesFiles: [valuesFile] });
+      const chartOwn = Object.keys(only(manifests, 'ConfigMap')['data'] as object);
+      expect(CONFIG_VARIABLES, valuesFile).to.include.members(chartOwn);
+    }
+  });
+
+  it('gives every variant a configuration the service accepts', async () => {
+    for (const valuesFile of ciValuesFiles()) {
+      const env = environment(await render(helm, { valuesFiles: [valuesFile] }));
+      // The key file exists only in the pod; any readable file stands in for it here.
+      if (env['GOOGLE_APPLICATION_CREDENTIALS'] !== undefined) env['GOOGLE_APPLICATION_CREDENTIALS'] = PACKAGE_FILE;
+      expect(() => loadConfig(env), valuesFile).to.not.throw();
+    }
+  });
+
+  it('points the service at a Bigtable emulator', async () => {
+    const manifests = await render(helm, { valuesFiles: ['ci/default-values.yaml'], set: { 'bigtable.emulatorHost': 'bigtable-emulator:8086' } });
+    expect(environment(manifests)).to.include({ BIGTABLE_EMULATOR_HOST: 'bigtable-emulator:8086' });
+    expect(loadConfig(environment(manifests)).store).to.deep.equal({ type: 'bigtable', projectId: 'my-project', emulatorHost: 'bigtable-emulator:8086' });
+  });
+
+  it('mounts credentials.existingSecret read-only and points GOOGLE_APPLICATION_CREDENTIALS at the key', async () => {
+    const manifests = await render(helm, { valuesFiles: ['ci/existing-secret-values.yaml'] });
+    expect(volumes(manifests)).to.deep.include({
+      name: 'gcp-credentials',
+      secret: { secretName: 'kvcrud-gcp', defaultMode: 0o440, items: [{ key: 'key.json', path: 'key.json' }] },
+    });
+    expect(container(manifests)['volumeMounts']).to.deep.include({ name: 'gcp-credentials', mountPath: CREDENTIALS_DIR, readOnly: true });
+    expect(environment(manifests)['GOOGLE_APPLICATION_CREDENTIALS']).to.equal(`${CREDENTIALS_DIR}/key.json`);
+    // No Workload Identity on the side.
+    expect(only(manifests, 'ServiceAccount')['metadata'].annotations).to.equal(undefined);
+  });
+
+  it('uses GKE Workload Identity through the ServiceAccount annotation, with no secret and no key file', async () => {
+    const manifests = await render(helm, { valuesFiles: ['ci/workload-identity-values.yaml'] });
+    const serviceAccount = only(manifests, 'ServiceAccount');
+    expect(serviceAccount['metadata'].annotations).to.deep.equal({ 'iam.gke.io/gcp-service-account': 'kvcrud@my-project.iam.gserviceaccount.com' });
+    expect(only(manifests, 'Deployment')['spec'].template.spec.serviceAccountName).to.equal(serviceAccount['metadata'].name);
+    expect(environment(manifests)).to.not.have.property('GOOGLE_APPLICATION_CREDENTIALS');
+    expect(volumes(manifests).map((volume) => volume['name'])).to.deep.equal(['tmp']);
+    expect(manifests.map((manifest) => manifest['kind'])).to.not.include('Secret');
+  });
+
+  it('runs the embedded store as one pod, replaced not rolled, with its data on a kept PersistentVolumeClaim', async () => {
+    const manifests = await render(helm, { valuesFiles: ['ci/embedded-values.yaml'] });
+    expect(only(manifests, 'ConfigMap')['data']).to.deep.equal({
+      DATA_STORE: 'embedded',
+      DATA_DIR: '/var/lib/kvcrud',
+      INSTANCE_IDS: 'local-data',
+      PORT: '8080',
+      MAX_BODY_BYTES: '10485760',
+      STORE_TIMEOUT_MS: '5000',
+      SHUTDOWN_TIMEOUT_MS: '25000',
+    });
+    const deployment = only(manifests, 'Deployment');
+    expect(deployment['spec'].replicas).to.equal(1);
+    expect(deployment['spec'].strategy).to.deep.equal({ type: 'Recreate' });
+    const claim = only(manifests, 'PersistentVolumeClaim');
+    expect(claim['metadata'].name).to.equal('kvcrud-data');
+    expect(claim['metadata'].annotations).to.deep.equal({ 'helm.sh/resource-policy': 'keep' });
+    expect(claim['spec']).to.deep.equal({ accessModes: ['ReadWriteOnce'], storageClassName: 'standard-rwo', resources: { requests: { storage: '5Gi' } } });
+    expect(volumes(manifests)).to.deep.include({ name: 'data', persistentVolumeClaim: { claimName: 'kvcrud-data' } });
+    expect(container(manifests)['volumeMounts']).to.deep.include({ name: 'data', mountPath: '/var/lib/kvcrud' });
+    expect(manifests.map((manifest) => manifest['kind'])).to.not.include('HorizontalPodAutoscaler');
+  });
+
+  it('uses an existing claim, or an emptyDir without persistence, for the embedded store', async () => {
+    const existing = await render(helm, { valuesFiles: ['ci/embedded-existing-claim-values.yaml'] });
+    expect(existing.map((manifest) => manifest['kind'])).to.not.include('PersistentVolumeClaim');
+    expect(volumes(existing)).to.deep.include({ name: 'data', persistentVolumeClaim: { claimName: 'kvcrud-data' } });
+    expect(container(existing)['volumeMounts']).to.deep.include({ name: 'data', mountPath: '/data' });
+    expect(environment(existing)['DATA_DIR']).to.equal('/data');
+
+    const ephemeral = await render(helm, { set: { dataStore: 'embedded' } });
+    expect(volumes(ephemeral)).to.deep.include({ name: 'data', emptyDir: {} });
+    expect(environment(ephemeral)).to.not.have.property('INSTANCE_IDS');
+    expect(environment(ephemeral)).to.not.have.property('GOOGLE_CLOUD_PROJECT');
+  });
+
+  it('rolls the Bigtable pods one new pod at a time, never below the wanted count', async () => {
+    const deployment = only(await render(helm, { valuesFiles: ['ci/workload-identity-values.yaml'] }), 'Deployment');
+    expect(deployment['spec'].replicas).to.equal(3);
+    expect(deployment['spec'].strategy).to.deep.equal({ type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 0, maxSurge: '25%' } });
+  });
+
+  it('adds extraEnv after the configuration, so it can pass new variables or override one', async () => {
+    const manifests = await render(helm, {
+      valuesFiles: ['ci/default-values.yaml'],
+      set: { extraEnv: [{ name: 'OTEL_SERVICE_NAME', value: 'kvcrud' }, { name: 'AUTH_KEY', valueFrom: { secretKeyRef: { name: 'keys', key: 'k' } } }] },
+    });
+    expect(container(manifests)['env']).to.deep.equal([
+      { name: 'OTEL_SERVICE_NAME', value: 'kvcrud' },
+      { name: 'AUTH_KEY', valueFrom: { secretKeyRef: { name: 'keys', key: 'k' } } },
+    ]);
+  });
+
+  it('rolls the pods when the configuration changes, and only then (checksum/config)', async () => {
+    const checksum = async (set: Record<string, unknown>) =>
+      only(await render(helm, { valuesFiles: ['ci/default-values.yaml'], set }), 'Deployment')['spec'].template.metadata.annotations['checksum/config'] as string;
+    const base = await checksum({});
+    expect(base).to.match(/^[0-9a-f]{64}$/);
+    expect(await checksum({ 'config.storeTimeoutMs': 6000 })).to.not.equal(base);
+    expect(await checksum({ 'bigtable.instanceIds': ['other-instance'] })).to.not.equal(base);
+    expect(await checksum({ podAnnotations: { team: 'storage' } })).to.equal(base);
+  });
+
+  it('pulls the appVersion tag by default, an explicit tag, or a pinned digest', async () => {
+    const image = async (set: Record<string, unknown>) => container(await render(helm, { valuesFiles: ['ci/default-values.yaml'], set }))['image'] as string;
+    const { version } = (await import('../../package.json', { with: { type: 'json' } })).default;
+    expect(await image({})).to.equal(`kvcrud:${version}`);
+    expect(await image({ image: { repository: 'us-docker.pkg.dev/p/r/kvcrud', tag: '1.2.3' } })).to.equal('us-docker.pkg.dev/p/r/kvcrud:1.2.3');
+    const digest = `sha256:${'a'.repeat(64)}`;
+    expect(await image({ image: { tag: '1.2.3', digest } })).to.equal(`kvcrud@${digest}`);
+  });
+});

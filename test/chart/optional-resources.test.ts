@@ -1,0 +1,64 @@
+import { expect } from 'chai';
+import { helmBinary, type Manifest, only, render } from '../support/helm.ts';
+
+describe('the Helm chart optional resources', function () {
+  this.timeout(60_000);
+  let helm: string;
+  let production: Manifest[];
+
+  before(async function () {
+    helm = await helmBinary(this);
+    production = await render(helm, { valuesFiles: ['ci/production-values.yaml'] });
+  });
+
+  it('are all off by default', async () => {
+    const kinds = (await render(helm, { valuesFiles: ['ci/default-values.yaml'] })).map((manifest) => manifest['kind']).sort();
+    expect(kinds).to.deep.equal(['ConfigMap', 'Deployment', 'Service', 'ServiceAccount']);
+  });
+
+  it('autoscale on CPU and memory, leaving the replica count to the autoscaler', () => {
+    const hpa = only(production, 'HorizontalPodAutoscaler');
+    expect(hpa['apiVersion']).to.equal('autoscaling/v2');
+    expect(hpa['spec']).to.deep.include({ minReplicas: 3, maxReplicas: 12, scaleTargetRef: { apiVersion: 'apps/v1', kind: 'Deployment', name: 'kvcrud' } });
+    expect(hpa['spec'].metrics.map((metric: Manifest) => [metric['resource'].name, metric['resource'].target.averageUtilization])).to.deep.equal([
+      ['cpu', 60],
+      ['memory', 80],
+    ]);
+    expect(only(production, 'Deployment')['spec']).to.not.have.property('replicas');
+  });
+
+  it('limit disruptions to the release pods', () => {
+    const pdb = only(production, 'PodDisruptionBudget');
+    expect(pdb['apiVersion']).to.equal('policy/v1');
+    expect(pdb['spec']).to.deep.equal({ selector: only(production, 'Deployment')['spec'].selector, minAvailable: 2 });
+  });
+
+  it('admit traffic only to the HTTP port, from the listed peers, and restrict egress when asked', () => {
+    const policy = only(production, 'NetworkPolicy');
+    expect(policy['spec'].podSelector).to.deep.equal(only(production, 'Deployment')['spec'].selector);
+    expect(policy['spec'].policyTypes).to.deep.equal(['Ingress', 'Egress']);
+    expect(policy['spec'].ingress).to.have.length(1);
+    expect(policy['spec'].ingress[0].ports).to.deep.equal([{ port: 'http', protocol: 'TCP' }]);
+    expect(policy['spec'].ingress[0].from.map((peer: Manifest) => peer['namespaceSelector'].matchLabels['kubernetes.io/metadata.name'])).to.deep.equal([
+      'shop',
+      'monitoring',
+    ]);
+    expect(policy['spec'].egress).to.have.length(2);
+  });
+
+  it('admit every source on the HTTP port only, and leave egress open, by default', async () => {
+    const manifests = await render(helm, { valuesFiles: ['ci/default-values.yaml'], set: { 'networkPolicy.enabled': true } });
+    const policy = only(manifests, 'NetworkPolicy');
+    expect(policy['spec'].policyTypes).to.deep.equal(['Ingress']);
+    expect(policy['spec'].ingress).to.deep.equal([{ ports: [{ port: 'http', protocol: 'TCP' }] }]);
+    expect(policy['spec']).to.not.have.property('egress');
+  });
+
+  it('scrape /metrics on the HTTP port with a ServiceMonitor', () => {
+    const monitor = only(production, 'ServiceMonitor');
+    expect(monitor['apiVersion']).to.equal('monitoring.coreos.com/v1');
+    expect(monitor['metadata'].labels).to.include({ release: 'prometheus' });
+    expect(monitor['spec'].selector.matchLabels).to.deep.equal(only(production, 'Service')['spec'].selector);
+    expect(monitor['spec'].endpoints).to.deep.equal([{ port: 'http', path: '/metrics', interval: '15s', scrapeTimeout: '10s' }]);
+  });
+});

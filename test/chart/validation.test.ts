@@ -1,0 +1,129 @@
+import { expect } from 'chai';
+import { helmBinary, notes, template } from '../support/helm.ts';
+
+/** The problems validateValues listed, one per "- " line after its header. */
+function problemsIn(stderr: string): string[] {
+  const listed = stderr.split('kvcrud: invalid values:\n')[1] ?? '';
+  return listed
+    .split('\n')
+    .filter((line) => line.startsWith('- '))
+    .map((line) => line.slice(2));
+}
+
+const WORKLOAD_IDENTITY = { 'serviceAccount.annotations': { 'iam.gke.io/gcp-service-account': 'kvcrud@my-project.iam.gserviceaccount.com' } };
+
+describe('the Helm chart refuses invalid values', function () {
+  this.timeout(60_000);
+  let helm: string;
+
+  before(async function () {
+    helm = await helmBinary(this);
+  });
+
+  const cases: Array<{ name: string; valuesFiles?: string[]; set: Record<string, unknown>; problems: RegExp[] }> = [
+    {
+      name: 'a key file and Workload Identity at once',
+      valuesFiles: ['ci/existing-secret-values.yaml'],
+      set: WORKLOAD_IDENTITY,
+      problems: [/^credentials\.existingSecret and Workload Identity \(serviceAccount\.annotations iam\.gke\.io\/gcp-service-account\) are both set: choose one$/],
+    },
+    {
+      name: 'a key file with the emulator',
+      valuesFiles: ['ci/existing-secret-values.yaml'],
+      set: { 'bigtable.emulatorHost': 'emulator:8086' },
+      problems: [/^credentials\.existingSecret is never read with bigtable\.emulatorHost set/],
+    },
+    {
+      name: 'more than one pod of the embedded store',
+      valuesFiles: ['ci/embedded-values.yaml'],
+      set: { replicaCount: 3 },
+      problems: [/^replicaCount is 3, but the embedded store runs in exactly one pod: set replicaCount=1$/],
+    },
+    {
+      name: 'autoscaling the embedded store',
+      valuesFiles: ['ci/embedded-values.yaml'],
+      set: { 'autoscaling.enabled': true },
+      problems: [/^autoscaling\.enabled cannot be used with dataStore=embedded/],
+    },
+    {
+      name: 'a disruption budget that would never let the embedded pod be evicted',
+      valuesFiles: ['ci/embedded-values.yaml'],
+      set: { podDisruptionBudget: { enabled: true, minAvailable: 1, maxUnavailable: '' } },
+      problems: [/^podDisruptionBudget\.minAvailable would block every eviction of the embedded store's single pod: use maxUnavailable$/],
+    },
+    {
+      name: 'persistence without the embedded store',
+      valuesFiles: ['ci/default-values.yaml'],
+      set: { 'embedded.persistence.enabled': true },
+      problems: [/^embedded\.persistence\.enabled only applies to dataStore=embedded$/],
+    },
+    {
+      name: 'annotations for a ServiceAccount the chart does not create',
+      valuesFiles: ['ci/default-values.yaml'],
+      set: { 'serviceAccount.create': false, ...WORKLOAD_IDENTITY },
+      problems: [/^serviceAccount\.annotations only apply when serviceAccount\.create is true/],
+    },
+    {
+      name: 'an autoscaler whose minimum is above its maximum',
+      valuesFiles: ['ci/default-values.yaml'],
+      set: { autoscaling: { enabled: true, minReplicas: 5, maxReplicas: 2 } },
+      problems: [/^autoscaling\.minReplicas \(5\) is above autoscaling\.maxReplicas \(2\)$/],
+    },
+    {
+      name: 'a disruption budget with both bounds',
+      valuesFiles: ['ci/default-values.yaml'],
+      set: { podDisruptionBudget: { enabled: true, minAvailable: 1, maxUnavailable: 1 } },
+      problems: [/^podDisruptionBudget needs exactly one of minAvailable and maxUnavailable/],
+    },
+  ];
+
+  for (const { name, valuesFiles, set, problems } of cases) {
+    it(`refuses ${name}`, async () => {
+      const result = await template(helm, { ...(valuesFiles ? { valuesFiles } : {}), set });
+      expect(result.code, result.stdout).to.not.equal(0);
+      const listed = problemsIn(result.stderr);
+      expect(listed, result.stderr).to.have.length(problems.length);
+      problems.forEach((problem, index) => expect(listed[index]).to.match(problem));
+    });
+  }
+
+  it('lists every problem at once', async () => {
+    const result = await template(helm, {
+      set: { 'credentials.existingSecret': 'key', ...WORKLOAD_IDENTITY, 'embedded.persistence.enabled': true, autoscaling: { enabled: true, minReplicas: 4, maxReplicas: 3 } },
+    });
+    expect(problemsIn(result.stderr).map((problem) => problem.split(' ')[0])).to.deep.equal([
+      'gcp.projectId',
+      'bigtable.instanceIds',
+      'credentials.existingSecret',
+      'embedded.persistence.enabled',
+      'autoscaling.minReplicas',
+    ]);
+  });
+
+  it('checks types and names with values.schema.json, unknown keys included', async () => {
+    const result = await template(helm, {
+      valuesFiles: ['ci/default-values.yaml'],
+      set: { dataStore: 'mongo', 'bigtable.instanceIds': ['Bad_Instance'], 'gcp.projectId': 'projects/x', replicaCount: -1, 'config.timeout': 5, 'image.digest': 'latest' },
+    });
+    expect(result.code).to.not.equal(0);
+    expect(result.stderr).to.contain("values don't meet the specifications of the schema");
+    for (const path of ['/dataStore', '/bigtable/instanceIds/0', '/gcp/projectId', '/replicaCount', '/image/digest']) {
+      expect(result.stderr, path).to.contain(`at '${path}'`);
+    }
+    expect(result.stderr).to.match(/additional properties 'timeout' not allowed/);
+  });
+
+  describe('NOTES.txt', () => {
+    it('says how Bigtable is reached and what Workload Identity still needs', async () => {
+      const text = await notes(helm, { valuesFiles: ['ci/workload-identity-values.yaml'] });
+      expect(text).to.contain('Data store: Cloud Bigtable, project my-project, instances orders-prod,users-prod, as kvcrud@my-project.iam.gserviceaccount.com (Workload Identity).');
+      expect(text).to.contain('The Kubernetes ServiceAccount apps/kvcrud needs roles/iam.workloadIdentityUser on it.');
+      expect(text).to.contain('kubectl --namespace apps port-forward service/kvcrud 8080:8080');
+    });
+
+    it('warns that the embedded store without persistence loses its data', async () => {
+      expect(await notes(helm, { set: { dataStore: 'embedded' } })).to.contain('WARNING: embedded.persistence.enabled is false');
+      expect(await notes(helm, { valuesFiles: ['ci/embedded-values.yaml'] })).to.contain('on the PersistentVolumeClaim kvcrud-data.').and.not.contain('WARNING');
+    });
+  });
+});

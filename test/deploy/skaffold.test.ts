@@ -1,0 +1,146 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { expect } from 'chai';
+import { parse, parseAllDocuments } from 'yaml';
+import { loadConfig } from '../../src/config.ts';
+import { apiServerProblems, container, environment, helmBinary, type Manifest, only, render } from '../support/helm.ts';
+
+const ROOT = new URL('../../', import.meta.url).pathname;
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- a parsed YAML document, walked by the tests
+const SKAFFOLD = parse(readFileSync(`${ROOT}skaffold.yaml`, 'utf8')) as Record<string, any>;
+
+interface HelmRelease {
+  name: string;
+  chartPath: string;
+  valuesFiles?: string[];
+  setValueTemplates: Record<string, string>;
+}
+
+const ARTIFACT = SKAFFOLD['build'].artifacts[0] as { image: string; docker: { dockerfile: string } };
+const DEV = (SKAFFOLD['profiles'] as Manifest[]).find((profile) => profile['name'] === 'dev') ?? {};
+
+// What skaffold puts in the templates after a build (see its "Templated Fields" docs), with the
+// artifact name's '-', '/', '.' and ':' written as '_'.
+const BUILT = { repository: 'registry.example/team/kvcrud', tag: 'v1-2-g0abc', digest: `sha256:${'b'.repeat(64)}` };
+const artifactKey = ARTIFACT.image.replaceAll(/[-/.:]/g, '_');
+const TEMPLATE_VARIABLES: Record<string, string> = {
+  [`IMAGE_REPO_${artifactKey}`]: BUILT.repository,
+  [`IMAGE_TAG_${artifactKey}`]: BUILT.tag,
+  [`IMAGE_DIGEST_${artifactKey}`]: BUILT.digest,
+  GOOGLE_CLOUD_PROJECT: 'my-project',
+  BIGTABLE_INSTANCE_ID: 'my-instance',
+};
+
+/** The --set values skaffold would pass: each template's {{.VARIABLE}} filled in. */
+function filledIn(templates: Record<string, string>): Record<string, string> {
+  return Object.fromEntries(
+    Object.entries(templates).map(([key, template]) => [
+      key,
+      template.replaceAll(/\{\{\s*\.(\w+)\s*\}\}/g, (_match, name: string) => {
+        const value = TEMPLATE_VARIABLES[name];
+        if (value === undefined) throw new Error(`skaffold.yaml uses {{.${name}}}, which the test does not know`);
+        return value;
+      }),
+    ]),
+  );
+}
+
+/** Renders a skaffold helm release as skaffold would, with `--set` for each template. */
+async function renderRelease(helm: string, release: HelmRelease): Promise<Manifest[]> {
+  const sets = filledIn(release.setValueTemplates);
+  // Helm's --set paths (bigtable.instanceIds[0]) become --set-json objects here.
+  const set: Record<string, unknown> = {};
+  for (const [path, value] of Object.entries(sets)) {
+    const list = /^(.*)\[(\d+)\]$/.exec(path);
+    if (list) set[list[1] ?? ''] = [value];
+    else set[path] = value;
+  }
+  return render(helm, { release: release.name, valuesFiles: (release.valuesFiles ?? []).map((file) => `${ROOT}${file}`), set });
+}
+
+const EMULATOR_MANIFESTS = (DEV['manifests']?.rawYaml ?? []) as string[];
+
+function emulatorManifests(): Manifest[] {
+  return EMULATOR_MANIFESTS.flatMap((file) => parseAllDocuments(readFileSync(`${ROOT}${file}`, 'utf8')).map((document) => document.toJS() as Manifest));
+}
+
+describe('skaffold.yaml', function () {
+  this.timeout(60_000);
+
+  it('uses the v4beta schema and builds the image from the Dockerfile', () => {
+    expect(SKAFFOLD['apiVersion']).to.match(/^skaffold\/v4beta\d+$/);
+    expect(SKAFFOLD['kind']).to.equal('Config');
+    expect(SKAFFOLD['build'].artifacts).to.have.length(1);
+    expect(existsSync(`${ROOT}${ARTIFACT.docker.dockerfile}`)).to.equal(true);
+  });
+
+  const releases: Array<[string, HelmRelease]> = [
+    ['the default pipeline', SKAFFOLD['deploy'].helm.releases[0] as HelmRelease],
+    ['the dev profile', DEV['deploy']?.helm?.releases?.[0] as HelmRelease],
+  ];
+  for (const [name, release] of releases) {
+    it(`deploys the chart with the image it built, in ${name}`, () => {
+      expect(release.chartPath).to.equal('charts/kvcrud');
+      expect(existsSync(`${ROOT}${release.chartPath}/Chart.yaml`)).to.equal(true);
+      expect(release.setValueTemplates).to.include({
+        'image.repository': `{{.IMAGE_REPO_${artifactKey}}}`,
+        'image.tag': `{{.IMAGE_TAG_${artifactKey}}}@{{.IMAGE_DIGEST_${artifactKey}}}`,
+      });
+      for (const file of release.valuesFiles ?? []) expect(existsSync(`${ROOT}${file}`), file).to.equal(true);
+    });
+  }
+
+  it('forwards localhost:8080 to the Service the chart makes', async function () {
+    const helm = await helmBinary(this);
+    expect(SKAFFOLD['portForward']).to.deep.equal([{ resourceType: 'service', resourceName: 'kvcrud', port: 8080, localPort: 8080 }]);
+    const service = only(await renderRelease(helm, releases[1]?.[1] as HelmRelease), 'Service');
+    expect(service['metadata'].name).to.equal('kvcrud');
+    expect(service['spec'].ports[0].port).to.equal(8080);
+  });
+
+  describe('the default pipeline, rendered as skaffold would', () => {
+    it('runs the built image, pinned by digest, against the project and instance from the environment', async function () {
+      const helm = await helmBinary(this);
+      const manifests = await renderRelease(helm, releases[0]?.[1] as HelmRelease);
+      expect(container(manifests)['image']).to.equal(`${BUILT.repository}:${BUILT.tag}@${BUILT.digest}`);
+      // The tag@digest skaffold passes must not leak into a label value.
+      expect(apiServerProblems(manifests)).to.deep.equal([]);
+      const config = loadConfig(environment(manifests));
+      expect(config.store).to.deep.equal({ type: 'bigtable', projectId: 'my-project' });
+      expect(config.instanceIds).to.deep.equal(['my-instance']);
+    });
+  });
+
+  describe('the dev profile', () => {
+    it('also deploys the Cloud Bigtable emulator, from the official image, with kubectl', () => {
+      expect(DEV['deploy'].kubectl).to.deep.equal({});
+      expect(EMULATOR_MANIFESTS).to.deep.equal(['deploy/dev/bigtable-emulator.yaml']);
+      const manifests = emulatorManifests();
+      expect(manifests.map((manifest) => manifest['kind'])).to.deep.equal(['Deployment', 'Service']);
+      const deployment = only(manifests, 'Deployment');
+      const emulator = deployment['spec'].template.spec.containers[0] as Manifest;
+      expect(emulator['image']).to.match(/^gcr\.io\/google\.com\/cloudsdktool\/google-cloud-cli:\d+\.\d+\.\d+-emulators$/);
+      // It listens on the port the pod declares, on every interface.
+      const [port] = emulator['ports'] as Manifest[];
+      expect(emulator['command'].join(' ')).to.contain(`--host-port=0.0.0.0:${port?.['containerPort']}`);
+      const service = only(manifests, 'Service');
+      // The Service selects the emulator's pods, on the port the emulator listens on.
+      expect(deployment['spec'].template.metadata.labels).to.deep.include(service['spec'].selector);
+      expect(deployment['spec'].selector.matchLabels).to.deep.equal(service['spec'].selector);
+      expect(service['spec'].ports[0].targetPort).to.equal(port?.['name']);
+      expect(emulator['securityContext']).to.deep.include({ allowPrivilegeEscalation: false, readOnlyRootFilesystem: true });
+    });
+
+    it('points the service at that emulator, in a configuration the service accepts', async function () {
+      const helm = await helmBinary(this);
+      const manifests = await renderRelease(helm, releases[1]?.[1] as HelmRelease);
+      expect(apiServerProblems([...manifests, ...emulatorManifests()])).to.deep.equal([]);
+      const emulatorService = only(emulatorManifests(), 'Service');
+      const env = environment(manifests);
+      expect(env['BIGTABLE_EMULATOR_HOST']).to.equal(`${emulatorService['metadata'].name}:${emulatorService['spec'].ports[0].port}`);
+      expect(container(manifests)['image']).to.equal(`${BUILT.repository}:${BUILT.tag}@${BUILT.digest}`);
+      const config = loadConfig(env);
+      expect(config.store).to.include({ type: 'bigtable', emulatorHost: env['BIGTABLE_EMULATOR_HOST'] });
+      expect(config.instanceIds.length).to.be.at.least(1);
+    });
+  });
+});
