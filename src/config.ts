@@ -1,5 +1,6 @@
 import { accessSync, constants } from 'node:fs';
 import Joi from 'joi';
+import { isTrustedUrl } from './auth/trusted-url.ts';
 
 /** The service's whole configuration, built once from the environment by loadConfig. */
 export interface Config {
@@ -11,6 +12,7 @@ export interface Config {
   readonly instanceIds: readonly string[];
   readonly dataStore: 'bigtable';
   readonly bigtable: BigtableConfig;
+  readonly auth: AuthConfig;
 }
 
 export interface BigtableConfig {
@@ -19,6 +21,30 @@ export interface BigtableConfig {
   readonly emulatorHost?: string;
   /** Service account key file; otherwise application default credentials. */
   readonly credentialsFile?: string;
+}
+
+/** A way callers may prove who they are (AUTH_MODE). */
+export type AuthMode = 'apikey' | 'oidc';
+
+export interface AuthConfig {
+  /** The ways callers may authenticate, any of which is accepted; empty for AUTH_MODE none, where every caller is admin. */
+  readonly modes: readonly AuthMode[];
+  /** With apikey: the JSON file of key digests, roles and instances. */
+  readonly apiKeysFile?: string;
+  /** With oidc. */
+  readonly oidc?: OidcConfig;
+  /** Whether the explorer and the OpenAPI document need a credential too. */
+  readonly protectDocs: boolean;
+}
+
+export interface OidcConfig {
+  readonly issuer: string;
+  readonly audiences: readonly string[];
+  readonly jwksUri?: string;
+  /** A file whose content is sent as a bearer token when fetching discovery and keys. */
+  readonly jwksTokenFile?: string;
+  /** The JSON file of grants to token subjects or emails. */
+  readonly grantsFile: string;
 }
 
 /** ConfigError names the environment variable that is wrong and what is wrong with it. */
@@ -57,6 +83,28 @@ const instanceIdList = Joi.string()
     return ids;
   });
 
+const AUTH_MODES = ['none', 'apikey', 'oidc'];
+
+function authModeList(value: string, helpers: Joi.CustomHelpers): AuthMode[] | Joi.ErrorReport {
+  const modes = value.split(',').map((mode) => mode.trim());
+  const unknown = modes.find((mode) => !AUTH_MODES.includes(mode));
+  if (unknown !== undefined) {
+    return helpers.message({ custom: `{{#label}} entry "${unknown}" is not one of ${AUTH_MODES.join(', ')}` });
+  }
+  if (new Set(modes).size !== modes.length) return helpers.message({ custom: '{{#label}} lists a mode more than once' });
+  if (modes.includes('none') && modes.length > 1) return helpers.message({ custom: '{{#label}} cannot combine none with other modes' });
+  return modes.filter((mode) => mode !== 'none') as AuthMode[];
+}
+
+// Signing keys fetched over plain HTTP could be replaced on the way: https, or http to localhost.
+const trustedUrl = Joi.string()
+  .trim()
+  .custom((value: string, helpers) =>
+    URL.canParse(value) && isTrustedUrl(new URL(value))
+      ? value
+      : helpers.message({ custom: '{{#label}} must be an https URL (or http to localhost), got "{{#value}}"' }),
+  );
+
 const envSchema = Joi.object({
   PORT: Joi.number().integer().min(0).max(65535).default(8080),
   MAX_BODY_BYTES: Joi.number().integer().min(1024).max(512 * MIB).default(10 * MIB),
@@ -71,6 +119,19 @@ const envSchema = Joi.object({
     .pattern(/^[A-Za-z0-9.-]+:([1-9][0-9]{0,4})$/)
     .messages({ 'string.pattern.base': '{{#label}} must be host:port, got "{{#value}}"' }),
   GOOGLE_APPLICATION_CREDENTIALS: Joi.string().trim(),
+  AUTH_MODE: Joi.string().trim().custom(authModeList).default([]),
+  AUTH_API_KEYS_FILE: Joi.string().trim(),
+  AUTH_OIDC_ISSUER: trustedUrl,
+  AUTH_OIDC_AUDIENCE: Joi.string()
+    .trim()
+    .custom((value: string) => value.split(',').map((audience) => audience.trim()))
+    .custom((value: string[], helpers) =>
+      value.includes('') ? helpers.message({ custom: '{{#label}} has an empty entry' }) : value,
+    ),
+  AUTH_OIDC_JWKS_URI: trustedUrl,
+  AUTH_OIDC_JWKS_TOKEN_FILE: Joi.string().trim(),
+  AUTH_OIDC_GRANTS_FILE: Joi.string().trim(),
+  AUTH_PROTECT_DOCS: Joi.boolean().default(false),
 })
   .unknown(true)
   .prefs({ convert: true, abortEarly: false, errors: { wrap: { label: false } } });
@@ -98,7 +159,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     GOOGLE_CLOUD_PROJECT: string;
     BIGTABLE_EMULATOR_HOST?: string;
     GOOGLE_APPLICATION_CREDENTIALS?: string;
-  };
+  } & AuthVariables;
 
   const bigtable: { -readonly [K in keyof BigtableConfig]: BigtableConfig[K] } = { projectId: vars.GOOGLE_CLOUD_PROJECT };
   if (vars.BIGTABLE_EMULATOR_HOST !== undefined) {
@@ -113,6 +174,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     bigtable.credentialsFile = vars.GOOGLE_APPLICATION_CREDENTIALS;
   }
 
+  const auth = authConfig(vars);
+
   return Object.freeze({
     port: vars.PORT,
     maxBodyBytes: vars.MAX_BODY_BYTES,
@@ -120,5 +183,53 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     instanceIds: Object.freeze([...vars.INSTANCE_IDS]),
     dataStore: vars.DATA_STORE,
     bigtable: Object.freeze(bigtable),
+    auth,
   });
+}
+
+interface AuthVariables {
+  AUTH_MODE: AuthMode[];
+  AUTH_API_KEYS_FILE?: string;
+  AUTH_OIDC_ISSUER?: string;
+  AUTH_OIDC_AUDIENCE?: string[];
+  AUTH_OIDC_JWKS_URI?: string;
+  AUTH_OIDC_JWKS_TOKEN_FILE?: string;
+  AUTH_OIDC_GRANTS_FILE?: string;
+  AUTH_PROTECT_DOCS: boolean;
+}
+
+/**
+ * The auth settings, checked as a whole: each mode needs its variables, and a variable of a mode
+ * that is off is an error rather than ignored, since an operator who set a keys file but not
+ * AUTH_MODE believes the service is protected when it is open to all.
+ */
+function authConfig(vars: AuthVariables): AuthConfig {
+  const modes = vars.AUTH_MODE;
+  const problems: string[] = [];
+  const variablesOf = (mode: AuthMode, required: ReadonlyArray<keyof AuthVariables>, optional: ReadonlyArray<keyof AuthVariables>) => {
+    for (const name of [...required, ...optional]) {
+      if (!modes.includes(mode) && vars[name] !== undefined) problems.push(`${name} is set but AUTH_MODE does not include ${mode}`);
+      if (modes.includes(mode) && required.includes(name) && vars[name] === undefined) {
+        problems.push(`${name} is required when AUTH_MODE includes ${mode}`);
+      }
+    }
+  };
+  variablesOf('apikey', ['AUTH_API_KEYS_FILE'], []);
+  variablesOf('oidc', ['AUTH_OIDC_ISSUER', 'AUTH_OIDC_AUDIENCE', 'AUTH_OIDC_GRANTS_FILE'], ['AUTH_OIDC_JWKS_URI', 'AUTH_OIDC_JWKS_TOKEN_FILE']);
+  if (modes.length === 0 && vars.AUTH_PROTECT_DOCS) problems.push('AUTH_PROTECT_DOCS needs AUTH_MODE apikey or oidc');
+  if (problems.length > 0) throw new ConfigError(problems);
+
+  const auth: { -readonly [K in keyof AuthConfig]: AuthConfig[K] } = { modes: Object.freeze([...modes]), protectDocs: vars.AUTH_PROTECT_DOCS };
+  if (vars.AUTH_API_KEYS_FILE !== undefined) auth.apiKeysFile = vars.AUTH_API_KEYS_FILE;
+  if (modes.includes('oidc')) {
+    const oidc: { -readonly [K in keyof OidcConfig]: OidcConfig[K] } = {
+      issuer: vars.AUTH_OIDC_ISSUER ?? '',
+      audiences: Object.freeze([...(vars.AUTH_OIDC_AUDIENCE ?? [])]),
+      grantsFile: vars.AUTH_OIDC_GRANTS_FILE ?? '',
+    };
+    if (vars.AUTH_OIDC_JWKS_URI !== undefined) oidc.jwksUri = vars.AUTH_OIDC_JWKS_URI;
+    if (vars.AUTH_OIDC_JWKS_TOKEN_FILE !== undefined) oidc.jwksTokenFile = vars.AUTH_OIDC_JWKS_TOKEN_FILE;
+    auth.oidc = Object.freeze(oidc);
+  }
+  return Object.freeze(auth);
 }
