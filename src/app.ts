@@ -2,8 +2,11 @@ import { readFileSync } from 'node:fs';
 import { Router } from '@koa/router';
 import Koa from 'koa';
 import type { Logger } from 'pino';
+import { type Authenticator, NO_AUTHENTICATION } from './auth/authenticator.ts';
 import type { Config } from './config.ts';
 import type { AppState } from './http/app-state.ts';
+import { authenticate } from './http/middleware/authenticate.ts';
+import { requireGrant } from './http/middleware/authorize.ts';
 import { problemResponder } from './http/middleware/problem-responder.ts';
 import { requestId } from './http/middleware/request-id.ts';
 import { buildOpenApiDocument } from './http/openapi.ts';
@@ -19,20 +22,32 @@ export interface AppDeps {
   readonly config: Pick<Config, 'instanceIds' | 'maxBodyBytes' | 'storeTimeoutMs'>;
   readonly store: DataStore;
   readonly logger: Logger;
+  /**
+   * Who may call what (AUTH_MODE). Without it every caller is admin, as with AUTH_MODE none.
+   * `protectDocs` (AUTH_PROTECT_DOCS) puts the explorer and the OpenAPI document behind it too.
+   */
+  readonly auth?: { readonly authenticator: Authenticator; readonly protectDocs: boolean };
 }
 
 /**
  * createApp wires the service: HTTP middleware and routes in front of the TableService, in front
  * of whichever DataStore it is given. The only place that knows all the layers.
  */
-export function createApp({ config, store, logger }: AppDeps): Koa<AppState> {
+export function createApp({ config, store, logger, auth }: AppDeps): Koa<AppState> {
   const service = new TableService({ store, instanceIds: config.instanceIds, storeTimeoutMs: config.storeTimeoutMs });
-  const openApi = buildOpenApiDocument({ version: VERSION, instanceIds: config.instanceIds, maxBodyBytes: config.maxBodyBytes });
+  const { authenticator, protectDocs } = auth ?? { authenticator: NO_AUTHENTICATION, protectDocs: false };
+  const openApi = buildOpenApiDocument({
+    version: VERSION,
+    instanceIds: config.instanceIds,
+    maxBodyBytes: config.maxBodyBytes,
+    auth: { modes: authenticator.modes, protectDocs },
+  });
+  const caller = authenticate(authenticator, logger);
 
   const router = new Router<AppState>();
   healthRoutes(router, service);
-  docsRoutes(router, openApi);
-  v1Routes(router, service, { maxBodyBytes: config.maxBodyBytes });
+  docsRoutes(router, openApi, protectDocs ? [caller, requireGrant()] : []);
+  v1Routes(router, service, { maxBodyBytes: config.maxBodyBytes, authenticate: caller });
 
   const app = new Koa<AppState>();
   app.use(requestId());

@@ -1,6 +1,7 @@
 import type { AddressInfo } from 'node:net';
 import { pino } from 'pino';
 import { createApp } from './app.ts';
+import { type Authenticator, openAuthenticator } from './auth/authenticator.ts';
 import { ConfigError, type Config, loadConfig } from './config.ts';
 import { openStore } from './store/open-store.ts';
 
@@ -10,8 +11,11 @@ const EXIT_CONFIG = 78;
 const logger = pino({ base: { service: 'kvcrud' } });
 
 let config: Config;
+let authenticator: Authenticator;
 try {
   config = loadConfig(process.env);
+  // Reads the keys and grants files: an invalid one is a configuration error too.
+  authenticator = openAuthenticator(config.auth, { logger, instanceIds: config.instanceIds });
 } catch (error) {
   if (!(error instanceof ConfigError)) throw error;
   process.stderr.write(`kvcrud: ${error.message}\n`);
@@ -19,11 +23,15 @@ try {
 }
 
 const store = openStore(config);
-const server = createApp({ config, store, logger }).listen(config.port);
+const server = createApp({ config, store, logger, auth: { authenticator, protectDocs: config.auth.protectDocs } }).listen(config.port);
+void authenticator.warmUp();
 
 server.on('listening', () => {
   const { port } = server.address() as AddressInfo;
-  logger.info({ port, store: store.type, instances: config.instanceIds }, `kvcrud listening on port ${port}`);
+  logger.info({ port, store: store.type, instances: config.instanceIds, auth: config.auth.modes.join(',') || 'none' }, `kvcrud listening on port ${port}`);
+  if (config.auth.modes.length === 0) {
+    logger.warn('AUTH_MODE is none: every caller is admin on every instance. Set AUTH_MODE to apikey or oidc to say who may do what.');
+  }
 });
 server.on('error', (error) => {
   logger.fatal({ err: error }, 'cannot serve HTTP');
