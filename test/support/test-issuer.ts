@@ -1,6 +1,6 @@
-import { createServer, type Server, type ServerResponse } from 'node:http';
+import { type IncomingMessage, type Server, type ServerResponse, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { type CryptoKey, type JWK, type JWTPayload, SignJWT, base64url, exportJWK, generateKeyPair } from 'jose';
+import { type CryptoKey, type JWK, SignJWT, base64url, exportJWK, generateKeyPair } from 'jose';
 
 export type SigningAlgorithm = 'RS256' | 'ES256';
 
@@ -36,8 +36,12 @@ export class TestIssuer {
   readonly #server: Server;
   readonly #keys: SigningKey[];
   #jwksFetches = 0;
+  /** Every request received: path and the Authorization header it carried. */
+  readonly requests: Array<{ path: string; authorization: string | undefined }> = [];
   /** When set, discovery and JWKS requests answer this status instead. */
   failWith: number | undefined;
+  /** When set, the discovery document names this issuer instead of the real one. */
+  advertisedIssuer: string | undefined;
 
   private constructor(server: Server, keys: SigningKey[]) {
     this.#server = server;
@@ -49,10 +53,13 @@ export class TestIssuer {
 
   static async start(): Promise<TestIssuer> {
     const keys = [await makeKey('RS256', 'rsa-1'), await makeKey('ES256', 'ec-1')];
-    let issuer: TestIssuer | undefined;
-    const server = createServer((request, response) => issuer?.answer(request.url ?? '', response));
+    const server = createServer();
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    issuer = new TestIssuer(server, keys);
+    const issuer = new TestIssuer(server, keys);
+    server.on('request', (request: IncomingMessage, response: ServerResponse) => {
+      issuer.requests.push({ path: request.url ?? '', authorization: request.headers.authorization });
+      issuer.answer(request.url ?? '', response);
+    });
     return issuer;
   }
 
@@ -66,6 +73,12 @@ export class TestIssuer {
     const key = await makeKey(alg, `${alg === 'RS256' ? 'rsa' : 'ec'}-${this.#keys.length + 1}`);
     this.#keys.push(key);
     return key.kid;
+  }
+
+  /** Stops publishing a key. */
+  retire(kid: string): void {
+    const index = this.#keys.findIndex((key) => key.kid === kid);
+    if (index >= 0) this.#keys.splice(index, 1);
   }
 
   /** A signed token for `subject`, valid for five minutes, for TEST_AUDIENCE, from this issuer. */
@@ -82,7 +95,7 @@ export class TestIssuer {
     } else {
       key = { kid: options.strangerKid, privateKey: (await generateKeyPair(alg)).privateKey };
     }
-    return new SignJWT(claims as JWTPayload).setProtectedHeader({ alg, kid: key.kid, typ: 'JWT' }).sign(key.privateKey);
+    return new SignJWT(claims).setProtectedHeader({ alg, kid: key.kid, typ: 'JWT' }).sign(key.privateKey);
   }
 
   close(): Promise<void> {
@@ -97,7 +110,7 @@ export class TestIssuer {
     }
     if (url === '/.well-known/openid-configuration') {
       response.writeHead(200, { 'content-type': 'application/json' });
-      response.end(JSON.stringify({ issuer: this.issuer, jwks_uri: this.jwksUri, id_token_signing_alg_values_supported: ['RS256', 'ES256'] }));
+      response.end(JSON.stringify({ issuer: this.advertisedIssuer ?? this.issuer, jwks_uri: this.jwksUri, id_token_signing_alg_values_supported: ['RS256', 'ES256'] }));
       return;
     }
     if (url === '/keys') {
