@@ -71,7 +71,12 @@ const grantsFile = Joi.object({
         subject: Joi.string().min(1).max(1024),
         email: Joi.string().min(3).max(320).pattern(/^[^@\s]+@[^@\s]+$/),
         ...grantFields,
-      }).xor('subject', 'email'),
+      })
+        .xor('subject', 'email')
+        .messages({
+          'object.xor': '{{#label}} must have subject or email, not both',
+          'object.missing': '{{#label}} must have subject (matched to the token\'s sub) or email',
+        }),
     )
     .required(),
 });
