@@ -29,7 +29,7 @@ export interface OidcSettings {
 }
 
 export interface OidcTiming {
-  /** Leeway on exp, nbf and iat, for clocks that differ a little. */
+  /** Leeway on exp and nbf, for clocks that differ a little. */
   readonly clockToleranceSeconds: number;
   /** After fetching the keys, how long a token with an unknown `kid` cannot cause another fetch. */
   readonly cooldownMs: number;
