@@ -93,6 +93,17 @@ describe('OidcVerifier', () => {
     await checker.verify(rsaToken);
   });
 
+  it('remembers a verified token only until its exp', async () => {
+    const checker = verifier({}, { clockToleranceSeconds: 0 });
+    const token = await issuer.sign('someone', { claims: { exp: Math.floor(Date.now() / 1000) + 2 } });
+    await checker.verify(token);
+    expect((await checker.verify(token)).sub).to.equal('someone');
+    await new Promise((resolve) => setTimeout(resolve, 2100));
+    const error = await rejection(checker.verify(token));
+    expect(error).to.be.instanceOf(AuthenticationError);
+    expect((error as AuthenticationError).detail).to.equal('The token has expired or is not valid yet.');
+  });
+
   it('warms up: fetches the keys at start and logs the outcome', async () => {
     await verifier().warmUp();
     expect(logs.at(-1)).to.include({ msg: 'fetched the OIDC signing keys', keys: 2 });
