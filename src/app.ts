@@ -58,7 +58,14 @@ export function createApp({ config, store, logger, auth }: AppDeps): Koa<AppStat
   // problemResponder emits server-side failures here with their cause; the caller saw only the code.
   app.on('error', (error: unknown, ctx?: Koa.Context) => {
     logger.error(
-      { err: error, requestId: ctx?.state['requestId'], method: ctx?.method, path: ctx?.path, status: ctx?.status },
+      {
+        err: error,
+        requestId: ctx?.state['requestId'],
+        principal: ctx?.state['principal'],
+        method: ctx?.method,
+        path: ctx?.path,
+        status: ctx?.status,
+      },
       'request failed',
     );
   });

@@ -2,6 +2,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { type KeyEntry, eventually, keysFile, newApiKey, replaceFile, tempDirectory } from '../support/access-files.ts';
+import { withOverrides } from '../support/store-faults.ts';
 import { useTestApp } from '../support/test-app.ts';
 
 describe('API keys', () => {
@@ -13,6 +14,11 @@ describe('API keys', () => {
       writeFileSync(keysPath, keysFile([admin]));
       return { config: { modes: ['apikey'], apiKeysFile: keysPath, protectDocs: false }, reloadIntervalMs: 50 };
     },
+    // A bug in the store for one table, to see what a server-side failure logs.
+    wrapStore: (store) =>
+      withOverrides(store, {
+        readRow: (table, ...rest) => (table.table === 'explodes' ? Promise.reject(new Error('a bug')) : store.readRow(table, ...rest)),
+      }),
   });
   after(() => files.remove());
 
@@ -30,6 +36,14 @@ describe('API keys', () => {
       expect(response.status).to.equal(401);
       expect(response.headers.get('www-authenticate')).to.equal('Bearer realm="kvcrud", error="invalid_token"');
     }
+  });
+
+  it("logs a server-side failure with the caller's name, never its key", async () => {
+    const response = await app().api.get(`/v1/${app().instance}/readCellData?tableName=explodes&id=r`, { headers: { 'x-api-key': admin.key } });
+    expect(response.status).to.equal(500);
+    const line = app().logs.find((entry) => entry['requestId'] === response.body.requestId && entry['msg'] === 'request failed');
+    expect(line).to.include({ principal: 'apikey:ops', status: 500 });
+    expect(JSON.stringify(app().logs)).to.not.contain(admin.key);
   });
 
   it('answers 401 invalid_request for a malformed X-API-Key', async () => {

@@ -93,8 +93,8 @@ describe('the service process with authentication', () => {
     try {
       await eventually(() => Promise.resolve(parsed(service.output).some((line) => line['msg'] === 'fetched the OIDC signing keys')), 5000, 'keys fetched');
       const token = await issuer.sign('system:serviceaccount:shop:orders');
-      expect((await fetch(`${service.baseUrl}/openapi.json`)).status).to.equal(401);
       const api = await ApiClient.connect(service.baseUrl, { authorization: `Bearer ${token}` });
+      expect((await api.get('/openapi.json')).status).to.equal(401);
       const read = await api.as({ authorization: `Bearer ${token}` }).get(`/v1/${instance}/readCellData?tableName=t&id=r`);
       expect(read.status).to.equal(404);
       expect(read.body.code).to.equal('TABLE_NOT_FOUND');
