@@ -141,8 +141,8 @@ export class OidcVerifier {
   }
 
   readonly #getKey: JWTVerifyGetKey = async (header, token) => {
-    const jwks = await this.#keySet();
     try {
+      const jwks = await this.#keySet();
       return await jwks(header, token);
     } catch (error) {
       // A kid the issuer does not have is the token's problem; anything else is the issuer's.

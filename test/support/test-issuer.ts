@@ -40,6 +40,8 @@ export class TestIssuer {
   readonly requests: Array<{ path: string; authorization: string | undefined }> = [];
   /** When set, discovery and JWKS requests answer this status instead. */
   failWith: number | undefined;
+  /** How long to wait before answering. */
+  delayMs = 0;
   /** When set, the discovery document names this issuer instead of the real one. */
   advertisedIssuer: string | undefined;
 
@@ -58,7 +60,7 @@ export class TestIssuer {
     const issuer = new TestIssuer(server, keys);
     server.on('request', (request: IncomingMessage, response: ServerResponse) => {
       issuer.requests.push({ path: request.url ?? '', authorization: request.headers.authorization });
-      issuer.answer(request.url ?? '', response);
+      setTimeout(() => issuer.answer(request.url ?? '', response), issuer.delayMs);
     });
     return issuer;
   }

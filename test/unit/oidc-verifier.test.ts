@@ -45,6 +45,21 @@ describe('OidcVerifier', () => {
     expect(issuer.requests.map((request) => request.path)).to.deep.equal(['/.well-known/openid-configuration', '/keys']);
   });
 
+  it('answers BACKEND_UNAVAILABLE (503) when the issuer refuses connections or does not answer in time', async () => {
+    const token = await issuer.sign('someone');
+    for (const [settings, timing] of [
+      [{ issuer: 'http://127.0.0.1:1' }, {}],
+      [{ jwksUri: 'http://127.0.0.1:1/keys' }, {}],
+      [{}, { fetchTimeoutMs: 1 }],
+    ] as const) {
+      if ('fetchTimeoutMs' in timing) issuer.delayMs = 200;
+      const error = await rejection(verifier(settings, timing).verify(token));
+      issuer.delayMs = 0;
+      expect(error, JSON.stringify(settings)).to.be.instanceOf(ApiError);
+      expect((error as ApiError).code, JSON.stringify(settings)).to.equal('BACKEND_UNAVAILABLE');
+    }
+  });
+
   it('uses AUTH_OIDC_JWKS_URI without asking for discovery', async () => {
     await verifier({ jwksUri: issuer.jwksUri }).verify(await issuer.sign('someone'));
     expect(issuer.requests.map((request) => request.path)).to.deep.equal(['/keys']);
