@@ -2,10 +2,13 @@ import { readFileSync } from 'node:fs';
 import { Router } from '@koa/router';
 import Koa from 'koa';
 import type { Logger } from 'pino';
+import { type Authenticator, NO_AUTHENTICATION } from './auth/authenticator.ts';
 import type { Config } from './config.ts';
 import type { AppState } from './http/app-state.ts';
 import { DrainState } from './http/drain-state.ts';
 import { closeWhenDraining } from './http/middleware/close-when-draining.ts';
+import { authenticate } from './http/middleware/authenticate.ts';
+import { requireGrant } from './http/middleware/authorize.ts';
 import { problemResponder } from './http/middleware/problem-responder.ts';
 import { requestId } from './http/middleware/request-id.ts';
 import { buildOpenApiDocument } from './http/openapi.ts';
@@ -23,20 +26,32 @@ export interface AppDeps {
   readonly logger: Logger;
   /** Set by the entry point on SIGTERM; a fresh one (never draining) when left out. */
   readonly drain?: DrainState;
+  /**
+   * Who may call what (AUTH_MODE). Without it every caller is admin, as with AUTH_MODE none.
+   * `protectDocs` (AUTH_PROTECT_DOCS) puts the explorer and the OpenAPI document behind it too.
+   */
+  readonly auth?: { readonly authenticator: Authenticator; readonly protectDocs: boolean };
 }
 
 /**
  * createApp wires the service: HTTP middleware and routes in front of the TableService, in front
  * of whichever DataStore it is given. The only place that knows all the layers.
  */
-export function createApp({ config, store, logger, drain = new DrainState() }: AppDeps): Koa<AppState> {
+export function createApp({ config, store, logger, drain = new DrainState(), auth }: AppDeps): Koa<AppState> {
   const service = new TableService({ store, instanceIds: config.instanceIds, storeTimeoutMs: config.storeTimeoutMs });
-  const openApi = buildOpenApiDocument({ version: VERSION, instanceIds: config.instanceIds, maxBodyBytes: config.maxBodyBytes });
+  const { authenticator, protectDocs } = auth ?? { authenticator: NO_AUTHENTICATION, protectDocs: false };
+  const openApi = buildOpenApiDocument({
+    version: VERSION,
+    instanceIds: config.instanceIds,
+    maxBodyBytes: config.maxBodyBytes,
+    auth: { modes: authenticator.modes, protectDocs },
+  });
+  const caller = authenticate(authenticator, logger);
 
   const router = new Router<AppState>();
   healthRoutes(router, service, drain);
-  docsRoutes(router, openApi);
-  v1Routes(router, service, { maxBodyBytes: config.maxBodyBytes });
+  docsRoutes(router, openApi, protectDocs ? [caller, requireGrant()] : []);
+  v1Routes(router, service, { maxBodyBytes: config.maxBodyBytes, authenticate: caller });
 
   const app = new Koa<AppState>();
   app.use(closeWhenDraining(drain));
@@ -48,7 +63,14 @@ export function createApp({ config, store, logger, drain = new DrainState() }: A
   // problemResponder emits server-side failures here with their cause; the caller saw only the code.
   app.on('error', (error: unknown, ctx?: Koa.Context) => {
     logger.error(
-      { err: error, requestId: ctx?.state['requestId'], method: ctx?.method, path: ctx?.path, status: ctx?.status },
+      {
+        err: error,
+        requestId: ctx?.state['requestId'],
+        principal: ctx?.state['principal'],
+        method: ctx?.method,
+        path: ctx?.path,
+        status: ctx?.status,
+      },
       'request failed',
     );
   });

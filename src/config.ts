@@ -1,5 +1,6 @@
 import { accessSync, constants } from 'node:fs';
 import Joi from 'joi';
+import { isTrustedUrl } from './auth/trusted-url.ts';
 
 /** The service's whole configuration, built once from the environment by loadConfig. */
 export interface Config {
@@ -13,6 +14,7 @@ export interface Config {
   readonly store: StoreConfig;
   /** On SIGTERM, how long in-flight requests may run before their connections are cut. */
   readonly shutdownTimeoutMs: number;
+  readonly auth: AuthConfig;
 }
 
 export type StoreConfig = BigtableConfig | EmbeddedConfig;
@@ -30,6 +32,30 @@ export interface EmbeddedConfig {
   readonly type: 'embedded';
   /** Directory of the store's database, as configured (relative to the working directory). */
   readonly dataDir: string;
+}
+
+/** A way callers may prove who they are (AUTH_MODE). */
+export type AuthMode = 'apikey' | 'oidc';
+
+export interface AuthConfig {
+  /** The ways callers may authenticate, any of which is accepted; empty for AUTH_MODE none, where every caller is admin. */
+  readonly modes: readonly AuthMode[];
+  /** With apikey: the JSON file of key digests, roles and instances. */
+  readonly apiKeysFile?: string;
+  /** With oidc. */
+  readonly oidc?: OidcConfig;
+  /** Whether the explorer and the OpenAPI document need a credential too. */
+  readonly protectDocs: boolean;
+}
+
+export interface OidcConfig {
+  readonly issuer: string;
+  readonly audiences: readonly string[];
+  readonly jwksUri?: string;
+  /** A file whose content is sent as a bearer token when fetching discovery and keys. */
+  readonly jwksTokenFile?: string;
+  /** The JSON file of grants to token subjects or emails. */
+  readonly grantsFile: string;
 }
 
 /** ConfigError names the environment variable that is wrong and what is wrong with it. */
@@ -72,6 +98,28 @@ function instanceIdList(pattern: RegExp, rule: string) {
 
 const ID_ALPHABET = 'lowercase letters, digits and hyphens, starting with a letter';
 
+const AUTH_MODES = ['none', 'apikey', 'oidc'];
+
+function authModeList(value: string, helpers: Joi.CustomHelpers): AuthMode[] | Joi.ErrorReport {
+  const modes = value.split(',').map((mode) => mode.trim());
+  const unknown = modes.find((mode) => !AUTH_MODES.includes(mode));
+  if (unknown !== undefined) {
+    return helpers.message({ custom: `{{#label}} entry "${unknown}" is not one of ${AUTH_MODES.join(', ')}` });
+  }
+  if (new Set(modes).size !== modes.length) return helpers.message({ custom: '{{#label}} lists a mode more than once' });
+  if (modes.includes('none') && modes.length > 1) return helpers.message({ custom: '{{#label}} cannot combine none with other modes' });
+  return modes.filter((mode) => mode !== 'none') as AuthMode[];
+}
+
+// Signing keys fetched over plain HTTP could be replaced on the way: https, or http to localhost.
+const trustedUrl = Joi.string()
+  .trim()
+  .custom((value: string, helpers) =>
+    URL.canParse(value) && isTrustedUrl(new URL(value))
+      ? value
+      : helpers.message({ custom: '{{#label}} must be an https URL (or http to localhost), got "{{#value}}"' }),
+  );
+
 const envSchema = Joi.object({
   PORT: Joi.number().integer().min(0).max(65535).default(8080),
   MAX_BODY_BYTES: Joi.number().integer().min(1024).max(512 * MIB).default(10 * MIB),
@@ -102,6 +150,19 @@ const envSchema = Joi.object({
   GOOGLE_APPLICATION_CREDENTIALS: Joi.string().trim(),
   // Below Kubernetes' grace period (30 s by default; the chart derives its own from this).
   SHUTDOWN_TIMEOUT_MS: Joi.number().integer().min(0).max(600_000).default(25_000),
+  AUTH_MODE: Joi.string().trim().custom(authModeList).default([]),
+  AUTH_API_KEYS_FILE: Joi.string().trim(),
+  AUTH_OIDC_ISSUER: trustedUrl,
+  AUTH_OIDC_AUDIENCE: Joi.string()
+    .trim()
+    .custom((value: string) => value.split(',').map((audience) => audience.trim()))
+    .custom((value: string[], helpers) =>
+      value.includes('') ? helpers.message({ custom: '{{#label}} has an empty entry' }) : value,
+    ),
+  AUTH_OIDC_JWKS_URI: trustedUrl,
+  AUTH_OIDC_JWKS_TOKEN_FILE: Joi.string().trim(),
+  AUTH_OIDC_GRANTS_FILE: Joi.string().trim(),
+  AUTH_PROTECT_DOCS: Joi.boolean().default(false),
 })
   .unknown(true)
   .prefs({ convert: true, abortEarly: false, errors: { wrap: { label: false } } });
@@ -131,8 +192,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     BIGTABLE_EMULATOR_HOST?: string;
     GOOGLE_APPLICATION_CREDENTIALS?: string;
     SHUTDOWN_TIMEOUT_MS: number;
-  };
+  } & AuthVariables;
 
+  const auth = authConfig(vars);
   return Object.freeze({
     port: vars.PORT,
     maxBodyBytes: vars.MAX_BODY_BYTES,
@@ -140,6 +202,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     instanceIds: Object.freeze([...vars.INSTANCE_IDS]),
     store: Object.freeze(vars.DATA_STORE === 'bigtable' ? bigtableConfig(vars) : { type: 'embedded' as const, dataDir: vars.DATA_DIR }),
     shutdownTimeoutMs: vars.SHUTDOWN_TIMEOUT_MS,
+    auth,
   });
 }
 
@@ -161,4 +224,51 @@ function bigtableConfig(vars: {
     bigtable.credentialsFile = vars.GOOGLE_APPLICATION_CREDENTIALS;
   }
   return bigtable;
+}
+
+interface AuthVariables {
+  AUTH_MODE: AuthMode[];
+  AUTH_API_KEYS_FILE?: string;
+  AUTH_OIDC_ISSUER?: string;
+  AUTH_OIDC_AUDIENCE?: string[];
+  AUTH_OIDC_JWKS_URI?: string;
+  AUTH_OIDC_JWKS_TOKEN_FILE?: string;
+  AUTH_OIDC_GRANTS_FILE?: string;
+  AUTH_PROTECT_DOCS: boolean;
+}
+
+/**
+ * The auth settings, checked as a whole: each mode needs its variables, and a variable of a mode
+ * that is off is an error rather than ignored, since an operator who set a keys file but not
+ * AUTH_MODE believes the service is protected when it is open to all.
+ */
+function authConfig(vars: AuthVariables): AuthConfig {
+  const modes = vars.AUTH_MODE;
+  const problems: string[] = [];
+  const variablesOf = (mode: AuthMode, required: ReadonlyArray<keyof AuthVariables>, optional: ReadonlyArray<keyof AuthVariables>) => {
+    for (const name of [...required, ...optional]) {
+      if (!modes.includes(mode) && vars[name] !== undefined) problems.push(`${name} is set but AUTH_MODE does not include ${mode}`);
+      if (modes.includes(mode) && required.includes(name) && vars[name] === undefined) {
+        problems.push(`${name} is required when AUTH_MODE includes ${mode}`);
+      }
+    }
+  };
+  variablesOf('apikey', ['AUTH_API_KEYS_FILE'], []);
+  variablesOf('oidc', ['AUTH_OIDC_ISSUER', 'AUTH_OIDC_AUDIENCE', 'AUTH_OIDC_GRANTS_FILE'], ['AUTH_OIDC_JWKS_URI', 'AUTH_OIDC_JWKS_TOKEN_FILE']);
+  if (modes.length === 0 && vars.AUTH_PROTECT_DOCS) problems.push('AUTH_PROTECT_DOCS needs AUTH_MODE apikey or oidc');
+  if (problems.length > 0) throw new ConfigError(problems);
+
+  const auth: { -readonly [K in keyof AuthConfig]: AuthConfig[K] } = { modes: Object.freeze([...modes]), protectDocs: vars.AUTH_PROTECT_DOCS };
+  if (vars.AUTH_API_KEYS_FILE !== undefined) auth.apiKeysFile = vars.AUTH_API_KEYS_FILE;
+  if (modes.includes('oidc')) {
+    const oidc: { -readonly [K in keyof OidcConfig]: OidcConfig[K] } = {
+      issuer: vars.AUTH_OIDC_ISSUER ?? '',
+      audiences: Object.freeze([...(vars.AUTH_OIDC_AUDIENCE ?? [])]),
+      grantsFile: vars.AUTH_OIDC_GRANTS_FILE ?? '',
+    };
+    if (vars.AUTH_OIDC_JWKS_URI !== undefined) oidc.jwksUri = vars.AUTH_OIDC_JWKS_URI;
+    if (vars.AUTH_OIDC_JWKS_TOKEN_FILE !== undefined) oidc.jwksTokenFile = vars.AUTH_OIDC_JWKS_TOKEN_FILE;
+    auth.oidc = Object.freeze(oidc);
+  }
+  return Object.freeze(auth);
 }

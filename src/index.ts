@@ -2,6 +2,7 @@ import type { AddressInfo } from 'node:net';
 import { resolve } from 'node:path';
 import { pino } from 'pino';
 import { createApp } from './app.ts';
+import { type Authenticator, openAuthenticator } from './auth/authenticator.ts';
 import { ConfigError, type Config, loadConfig } from './config.ts';
 import { DrainState } from './http/drain-state.ts';
 import { shutDown } from './shutdown.ts';
@@ -15,8 +16,11 @@ const EXIT_CONFIG = 78;
 const logger = pino({ base: { service: 'kvcrud' } });
 
 let config: Config;
+let authenticator: Authenticator;
 try {
   config = loadConfig(process.env);
+  // Reads the keys and grants files: an invalid one is a configuration error too.
+  authenticator = openAuthenticator(config.auth, { logger, instanceIds: config.instanceIds });
 } catch (error) {
   if (!(error instanceof ConfigError)) throw error;
   process.stderr.write(`kvcrud: ${error.message}\n`);
@@ -32,12 +36,17 @@ try {
   process.exit(1);
 }
 const drain = new DrainState();
-const server = createApp({ config, store, logger, drain }).listen(config.port);
+const server = createApp({ config, store, logger, drain, auth: { authenticator, protectDocs: config.auth.protectDocs } }).listen(config.port);
+void authenticator.warmUp();
 
 server.on('listening', () => {
   const { port } = server.address() as AddressInfo;
   const dataDir = config.store.type === 'embedded' ? { dataDir: resolve(config.store.dataDir) } : {};
-  logger.info({ port, store: store.type, instances: config.instanceIds, ...dataDir }, `kvcrud listening on port ${port}`);
+  const auth = config.auth.modes.join(',') || 'none';
+  logger.info({ port, store: store.type, instances: config.instanceIds, ...dataDir, auth }, `kvcrud listening on port ${port}`);
+  if (config.auth.modes.length === 0) {
+    logger.warn('AUTH_MODE is none: every caller is admin on every instance. Set AUTH_MODE to apikey or oidc to say who may do what.');
+  }
 });
 server.on('error', (error) => {
   logger.fatal({ err: error }, 'cannot serve HTTP');

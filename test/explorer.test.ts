@@ -1,7 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { expect } from 'chai';
 import { type Browser, type BrowserContext, type BrowserContextOptions, type Page, chromium } from 'playwright-core';
+import { type KeyEntry, keysFile, newApiKey, tempDirectory } from './support/access-files.ts';
 import { useTestApp } from './support/test-app.ts';
 
 // Debian's Chromium (scripts/install-chromium.sh): Playwright's own browser download cannot work
@@ -168,5 +171,50 @@ describe('API explorer (/docs) in headless Chromium', function () {
     const body = await live.locator('.response-col_description .highlight-code pre').innerText();
     expect(JSON.parse(body)).to.deep.include({ instanceID: instance, tableName, rowKeyId });
     expect(body).to.contain(columnValue);
+  });
+
+  describe('with AUTH_MODE apikey', () => {
+    const files = tempDirectory();
+    const admin: KeyEntry = { name: 'explorer-user', key: newApiKey(), role: 'admin', instances: ['*'] };
+    const secured = useTestApp({
+      auth: () => {
+        const apiKeysFile = join(files.path, 'keys.json');
+        writeFileSync(apiKeysFile, keysFile([admin]));
+        return { config: { modes: ['apikey'], apiKeysFile, protectDocs: false } };
+      },
+    });
+    after(() => files.remove());
+
+    it('sends the API key given to "Authorize" with "Try it out", which then gets through', async () => {
+      const { baseUrl, instance } = secured();
+      const page = await openPage();
+      await page.goto(`${baseUrl}/docs`);
+      await waitForOperations(page);
+      const operation = page.locator('#operations-v1-createTable');
+      const tableName = `explorer-${randomBytes(4).toString('hex')}`;
+      async function tryCreateTable(): Promise<{ status: number; apiKey: string | undefined }> {
+        const answered = page.waitForResponse((response) => response.url() === `${baseUrl}/v1/${instance}/createTable`);
+        await operation.locator('.execute').click();
+        const response = await answered;
+        return { status: response.status(), apiKey: (await response.request().allHeaders())['x-api-key'] };
+      }
+
+      await operation.locator('.opblock-summary').click();
+      await operation.locator('.try-out__btn').click();
+      await operation.locator('tr[data-param-name="instanceID"] input').fill(instance);
+      await operation.locator('.body-param textarea').fill(JSON.stringify({ tableName, columnFamily: 'cf' }));
+      expect(await tryCreateTable()).to.deep.equal({ status: 401, apiKey: undefined });
+
+      await page.locator('.auth-wrapper .authorize').click();
+      const dialog = page.locator('.dialog-ux');
+      const apiKeyScheme = dialog.locator('.auth-container').filter({ hasText: 'X-API-Key' });
+      await apiKeyScheme.locator('input').fill(admin.key);
+      await apiKeyScheme.locator('button.authorize').click();
+      await apiKeyScheme.locator('button.btn-done').click();
+
+      expect(await tryCreateTable()).to.deep.equal({ status: 201, apiKey: admin.key });
+      const live = operation.locator('.live-responses-table tbody tr.response');
+      expect((await live.locator('.response-col_status').innerText()).trim()).to.equal('201');
+    });
   });
 });

@@ -1,5 +1,15 @@
+import type { Caller } from '../auth/access.ts';
+
 /** What middleware leaves on ctx.state for the handlers after it. */
 export interface AppState {
   /** Set by the requestId middleware, first in the chain. */
   requestId: string;
+  /**
+   * The caller's name for logs and traces (`apikey:orders-svc`, `oidc:<subject>`, `anonymous`
+   * with AUTH_MODE none); set by the authenticate middleware on the routes that need a caller.
+   * Never a credential.
+   */
+  principal?: string;
+  /** The authenticated caller with its grants; set with `principal`. */
+  caller?: Caller;
 }

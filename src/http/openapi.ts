@@ -1,8 +1,10 @@
 import type Joi from 'joi';
 import joiToJson from 'joi-to-json';
+import type { AuthMode } from '../config.ts';
 import type { ErrorCode } from '../service/errors.ts';
+import { REALM } from './middleware/authenticate.ts';
 import { PROBLEM_TYPES } from './problems.ts';
-import { V1_OPERATIONS, operationErrors, type Operation } from './routes/v1.ts';
+import { AUTH_ERRORS, V1_OPERATIONS, operationErrors, type Operation } from './routes/v1.ts';
 import * as schemas from './schemas.ts';
 
 type JsonObject = Record<string, unknown>;
@@ -11,6 +13,8 @@ export interface OpenApiOptions {
   readonly version: string;
   readonly instanceIds: readonly string[];
   readonly maxBodyBytes: number;
+  /** How callers authenticate; without it (or with no modes) every caller is admin. */
+  readonly auth?: { readonly modes: readonly AuthMode[]; readonly protectDocs: boolean };
 }
 
 const PROBLEM_JSON = 'application/problem+json';
@@ -32,6 +36,11 @@ export function buildOpenApiDocument(options: OpenApiOptions): JsonObject {
     ProblemType: toJsonSchema(schemas.problemType),
   };
   const paths: Record<string, JsonObject> = {};
+  const modes = options.auth?.modes ?? [];
+  const authenticated = modes.length > 0;
+  // Either scheme will do: an OpenAPI security list is a choice between its entries.
+  const security = [{ bearer: [] }, ...(modes.includes('apikey') ? [{ apiKey: [] }] : [])];
+  const guarded = (protect: boolean) => (protect ? { security } : {});
 
   for (const operation of V1_OPERATIONS) {
     const successName = componentName(operation, 'Response');
@@ -40,7 +49,10 @@ export function buildOpenApiDocument(options: OpenApiOptions): JsonObject {
       operationId: operation.operationId,
       tags: ['v1'],
       summary: operation.summary,
-      description: operation.description,
+      description: authenticated
+        ? `${operation.description}\n\nNeeds the \`${operation.role}\` role (or a higher one) on the instance.`
+        : operation.description,
+      ...guarded(authenticated),
       parameters: [ref('parameters', 'instanceID'), ...queryParameters(operation)],
       responses: {
         [operation.success.status]: {
@@ -48,7 +60,7 @@ export function buildOpenApiDocument(options: OpenApiOptions): JsonObject {
           headers: { 'X-Request-Id': ref('headers', 'X-Request-Id') },
           content: { 'application/json': { schema: ref('schemas', successName) } },
         },
-        ...problemResponses(operationErrors(operation)),
+        ...problemResponses([...operationErrors(operation), ...(authenticated ? AUTH_ERRORS : [])]),
       },
     };
     if (operation.body) {
@@ -80,12 +92,31 @@ export function buildOpenApiDocument(options: OpenApiOptions): JsonObject {
     },
   };
 
+  const protectDocs = authenticated && (options.auth?.protectDocs ?? false);
+  // With oidc, checking a token can find the issuer's keys unavailable (503).
+  const docsErrors: ErrorCode[] = protectDocs ? [...AUTH_ERRORS, ...(modes.includes('oidc') ? ['BACKEND_UNAVAILABLE' as const] : [])] : [];
   paths['/openapi.json'] = {
     get: {
       operationId: 'openapi',
       tags: ['documentation'],
       summary: 'This document',
-      responses: { 200: { description: 'OpenAPI 3.1.', content: { 'application/json': { schema: { type: 'object' } } } } },
+      ...guarded(protectDocs),
+      responses: {
+        200: { description: 'OpenAPI 3.1.', content: { 'application/json': { schema: { type: 'object' } } } },
+        ...problemResponses(docsErrors),
+      },
+    },
+  };
+  paths['/docs'] = {
+    get: {
+      operationId: 'explorer',
+      tags: ['documentation'],
+      summary: 'The interactive API explorer',
+      ...guarded(protectDocs),
+      responses: {
+        200: { description: 'The explorer page (Swagger UI).', content: { 'text/html': { schema: { type: 'string' } } } },
+        ...problemResponses(docsErrors),
+      },
     },
   };
   paths['/problems/{type}'] = {
@@ -135,8 +166,28 @@ export function buildOpenApiDocument(options: OpenApiOptions): JsonObject {
           schema: { type: 'string' },
         },
         'Retry-After': { description: 'Seconds to wait before retrying.', schema: { type: 'integer' } },
+        'WWW-Authenticate': {
+          description: `How to authenticate (RFC 6750): \`Bearer realm="${REALM}"\`, with \`error="invalid_token"\` when the credential sent was not accepted or \`error="invalid_request"\` when it was sent the wrong way.`,
+          schema: { type: 'string' },
+        },
       },
+      ...(authenticated ? { securitySchemes: securitySchemes(modes) } : {}),
     },
+  };
+}
+
+function securitySchemes(modes: readonly AuthMode[]): JsonObject {
+  const bearerCredentials = [...(modes.includes('apikey') ? ['an API key'] : []), ...(modes.includes('oidc') ? ['an OIDC token (JWT)'] : [])];
+  return {
+    bearer: {
+      type: 'http',
+      scheme: 'bearer',
+      ...(modes.includes('apikey') ? {} : { bearerFormat: 'JWT' }),
+      description: `\`Authorization: Bearer <credential>\`, with ${bearerCredentials.join(' or ')}.`,
+    },
+    ...(modes.includes('apikey')
+      ? { apiKey: { type: 'apiKey', in: 'header', name: 'X-API-Key', description: 'An API key in the `X-API-Key` header.' } }
+      : {}),
   };
 }
 
@@ -170,6 +221,7 @@ function problemResponses(codes: readonly ErrorCode[]): JsonObject {
       headers: {
         'X-Request-Id': ref('headers', 'X-Request-Id'),
         ...(status === 503 ? { 'Retry-After': ref('headers', 'Retry-After') } : {}),
+        ...(status === 401 ? { 'WWW-Authenticate': ref('headers', 'WWW-Authenticate') } : {}),
       },
       content: {
         [PROBLEM_JSON]: {
@@ -191,6 +243,17 @@ function describeService(options: OpenApiOptions): string {
     `Bodies are JSON (UTF-8), at most ${options.maxBodyBytes} bytes. Every failure is an RFC 9457 ` +
       '`application/problem+json` document with a stable `code` and the `requestId` (also in the `X-Request-Id` header).',
     '',
+    ...(options.auth?.modes.length
+      ? [
+          'Callers authenticate with ' +
+            [...(options.auth.modes.includes('apikey') ? ['an API key'] : []), ...(options.auth.modes.includes('oidc') ? ['an OIDC token'] : [])].join(
+              ' or ',
+            ) +
+            ' (see the security schemes; "Authorize" in the explorer). Each v1 operation names the role it needs on the instance: ' +
+            '`reader` reads, `writer` also writes, `admin` also creates and deletes tables.',
+          '',
+        ]
+      : []),
     '| code | status | meaning |',
     '|---|---|---|',
     codes,

@@ -19,6 +19,18 @@ export const PROBLEM_TYPES: Readonly<Record<ErrorCode, { status: number; title: 
     title: 'Payload too large',
     description: 'The request body is larger than the configured limit (MAX_BODY_BYTES).',
   },
+  UNAUTHENTICATED: {
+    status: 401,
+    title: 'Unauthenticated',
+    description:
+      'The request has no credential, or its API key or token is malformed, unknown, expired, badly signed, or for ' +
+      'another issuer or audience. The `WWW-Authenticate` header says how to authenticate.',
+  },
+  PERMISSION_DENIED: {
+    status: 403,
+    title: 'Permission denied',
+    description: "The caller's grant does not give the role this operation needs on this instance.",
+  },
   INSTANCE_NOT_FOUND: {
     status: 404,
     title: 'Instance not found',
@@ -41,7 +53,9 @@ export const PROBLEM_TYPES: Readonly<Record<ErrorCode, { status: number; title: 
   BACKEND_UNAVAILABLE: {
     status: 503,
     title: 'Backend unavailable',
-    description: 'The data store could not be reached or is overloaded. Retry after the `Retry-After` delay.',
+    description:
+      'The data store could not be reached or is overloaded, or (AUTH_MODE oidc) the token issuer\'s signing keys could not be fetched. ' +
+      'Retry after the `Retry-After` delay.',
   },
   SHUTTING_DOWN: {
     status: 503,

@@ -23,17 +23,25 @@ export interface RequestOptions {
 export class ApiClient {
   readonly baseUrl: string;
   readonly contract: OpenApiContract;
+  /** Sent with every request (a request's own headers win). */
+  readonly headers: Readonly<Record<string, string>>;
 
-  private constructor(baseUrl: string, contract: OpenApiContract) {
+  private constructor(baseUrl: string, contract: OpenApiContract, headers: Record<string, string> = {}) {
     this.baseUrl = baseUrl;
     this.contract = contract;
+    this.headers = headers;
   }
 
-  /** Connects to the service at baseUrl and loads its /openapi.json. */
-  static async connect(baseUrl: string): Promise<ApiClient> {
-    const response = await fetch(new URL('/openapi.json', baseUrl));
+  /** Connects to the service at baseUrl and loads its /openapi.json (sending `headers`, for protected docs). */
+  static async connect(baseUrl: string, headers: Record<string, string> = {}): Promise<ApiClient> {
+    const response = await fetch(new URL('/openapi.json', baseUrl), { headers });
     if (!response.ok) throw new Error(`GET /openapi.json answered ${response.status}`);
     return new ApiClient(baseUrl, new OpenApiContract((await response.json()) as Record<string, unknown>));
+  }
+
+  /** A client for the same service and document that sends `headers` (a credential) with every request. */
+  as(headers: Record<string, string>): ApiClient {
+    return new ApiClient(this.baseUrl, this.contract, headers);
   }
 
   get(path: string, options?: RequestOptions): Promise<ApiResponse> {
@@ -50,7 +58,7 @@ export class ApiClient {
 
   async request(method: string, path: string, options: RequestOptions = {}): Promise<ApiResponse> {
     const url = new URL(path, this.baseUrl);
-    const headers: Record<string, string> = { ...options.headers };
+    const headers: Record<string, string> = { ...this.headers, ...options.headers };
     let body: string | Uint8Array | undefined = options.body;
     if (options.json !== undefined) {
       body = JSON.stringify(options.json);

@@ -52,6 +52,9 @@ export class OpenApiContract {
       expect(problem['status'], `${where}: problem status`).to.equal(status);
       expect(problem['requestId'], `${where}: requestId`).to.equal(headers.get('x-request-id'));
       if (status === 503) expect(headers.get('retry-after'), `${where}: Retry-After`).to.match(/^\d+$/);
+      if (status === 401) {
+        expect(headers.get('www-authenticate'), `${where}: WWW-Authenticate`).to.match(/^Bearer realm="kvcrud"(, error="invalid_(token|request)")?$/);
+      }
     }
 
     const operation = this.#paths.find(({ pattern }) => pattern.test(pathname))?.item[method.toLowerCase()];

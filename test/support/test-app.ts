@@ -3,6 +3,9 @@ import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { pino } from 'pino';
 import { createApp } from '../../src/app.ts';
+import { type Authenticator, openAuthenticator } from '../../src/auth/authenticator.ts';
+import type { OidcTiming } from '../../src/auth/oidc.ts';
+import type { AuthConfig } from '../../src/config.ts';
 import { BigtableStore } from '../../src/store/bigtable/bigtable-store.ts';
 import type { DataStore } from '../../src/store/store.ts';
 import { ApiClient } from './api-client.ts';
@@ -21,6 +24,20 @@ export interface TestAppOptions {
   readonly storeTimeoutMs?: number;
   /** Wraps the real store, to inject a fault that cannot be caused for real. */
   readonly wrapStore?: (store: DataStore) => DataStore;
+  /**
+   * Turns authentication on. Called with the served instances (grants name them) before the app
+   * starts; without it every caller is admin (AUTH_MODE none).
+   */
+  readonly auth?: (instances: readonly string[]) => TestAuth;
+}
+
+export interface TestAuth {
+  readonly config: AuthConfig;
+  /** How often the keys and grants files are read again (the service's default is 2 s). */
+  readonly reloadIntervalMs?: number;
+  readonly oidcTiming?: OidcTiming;
+  /** Headers that fetch /openapi.json for the ApiClient when AUTH_PROTECT_DOCS is on. */
+  readonly docsHeaders?: Record<string, string>;
 }
 
 export interface TestApp {
@@ -51,6 +68,16 @@ export async function startTestApp(options: TestAppOptions): Promise<TestApp> {
     ? await options.harness.open(instances)
     : new BigtableStore({ projectId: TEST_PROJECT, instanceIds: instances, emulatorHost: options.emulatorHost ?? '' });
   const store = options.wrapStore ? options.wrapStore(real) : real;
+  const auth = options.auth?.(instances);
+  let authenticator: Authenticator | undefined;
+  if (auth !== undefined) {
+    authenticator = openAuthenticator(auth.config, {
+      logger,
+      instanceIds: instances,
+      ...(auth.reloadIntervalMs === undefined ? {} : { reloadIntervalMs: auth.reloadIntervalMs }),
+      ...(auth.oidcTiming === undefined ? {} : { oidcTiming: auth.oidcTiming }),
+    });
+  }
   const app = createApp({
     config: {
       instanceIds: instances,
@@ -59,13 +86,14 @@ export async function startTestApp(options: TestAppOptions): Promise<TestApp> {
     },
     store,
     logger,
+    ...(authenticator === undefined ? {} : { auth: { authenticator, protectDocs: auth?.config.protectDocs ?? false } }),
   });
   const server: Server = await new Promise((resolve) => {
     const listening = app.listen(0, '127.0.0.1', () => resolve(listening));
   });
   const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   return {
-    api: await ApiClient.connect(baseUrl),
+    api: await ApiClient.connect(baseUrl, auth?.docsHeaders),
     baseUrl,
     instances,
     instance: instances[0] ?? '',
@@ -75,6 +103,7 @@ export async function startTestApp(options: TestAppOptions): Promise<TestApp> {
     async close() {
       server.closeAllConnections();
       await new Promise((resolve) => server.close(resolve));
+      authenticator?.close();
       await store.close();
     },
   };

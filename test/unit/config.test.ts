@@ -22,6 +22,7 @@ describe('loadConfig', () => {
       instanceIds: ['inst-a'],
       store: { type: 'bigtable', projectId: 'my-project' },
       shutdownTimeoutMs: 25_000,
+      auth: { modes: [], protectDocs: false },
     });
   });
 
@@ -33,6 +34,7 @@ describe('loadConfig', () => {
       instanceIds: ['local'],
       store: { type: 'embedded', dataDir: './data' },
       shutdownTimeoutMs: 25_000,
+      auth: { modes: [], protectDocs: false },
     });
   });
 
@@ -75,6 +77,7 @@ describe('loadConfig', () => {
     expect(Object.isFrozen(config)).to.equal(true);
     expect(Object.isFrozen(config.instanceIds)).to.equal(true);
     expect(Object.isFrozen(config.store)).to.equal(true);
+    expect(Object.isFrozen(config.auth)).to.equal(true);
   });
 
   it('treats empty variables as unset', () => {
@@ -128,5 +131,81 @@ describe('loadConfig', () => {
   it('passes a readable credentials file on', () => {
     const file = new URL(import.meta.url).pathname;
     expect(loadConfig({ ...BASE, GOOGLE_APPLICATION_CREDENTIALS: file }).store).to.include({ credentialsFile: file });
+  });
+
+  describe('auth variables', () => {
+    const OIDC = {
+      AUTH_MODE: 'oidc',
+      AUTH_OIDC_ISSUER: 'https://issuer.example',
+      AUTH_OIDC_AUDIENCE: 'kvcrud',
+      AUTH_OIDC_GRANTS_FILE: '/etc/kvcrud/grants.json',
+    };
+
+    it('reads apikey mode', () => {
+      const config = loadConfig({ ...BASE, AUTH_MODE: 'apikey', AUTH_API_KEYS_FILE: '/etc/kvcrud/keys.json', AUTH_PROTECT_DOCS: 'true' });
+      expect(config.auth).to.deep.equal({ modes: ['apikey'], apiKeysFile: '/etc/kvcrud/keys.json', protectDocs: true });
+    });
+
+    it('reads oidc mode, with a list of audiences and the optional variables', () => {
+      const config = loadConfig({
+        ...BASE,
+        ...OIDC,
+        AUTH_OIDC_AUDIENCE: 'kvcrud, https://kvcrud.example',
+        AUTH_OIDC_JWKS_URI: 'https://kubernetes.default.svc/openid/v1/jwks',
+        AUTH_OIDC_JWKS_TOKEN_FILE: '/var/run/secrets/kubernetes.io/serviceaccount/token',
+      });
+      expect(config.auth).to.deep.equal({
+        modes: ['oidc'],
+        protectDocs: false,
+        oidc: {
+          issuer: 'https://issuer.example',
+          audiences: ['kvcrud', 'https://kvcrud.example'],
+          grantsFile: '/etc/kvcrud/grants.json',
+          jwksUri: 'https://kubernetes.default.svc/openid/v1/jwks',
+          jwksTokenFile: '/var/run/secrets/kubernetes.io/serviceaccount/token',
+        },
+      });
+    });
+
+    it('reads both modes at once', () => {
+      const config = loadConfig({ ...BASE, ...OIDC, AUTH_MODE: 'apikey,oidc', AUTH_API_KEYS_FILE: '/k.json' });
+      expect(config.auth.modes).to.deep.equal(['apikey', 'oidc']);
+    });
+
+    it('takes AUTH_MODE none as no modes', () => {
+      expect(loadConfig({ ...BASE, AUTH_MODE: 'none' }).auth).to.deep.equal({ modes: [], protectDocs: false });
+    });
+
+    it('accepts plain http only for an issuer on this machine', () => {
+      expect(loadConfig({ ...BASE, ...OIDC, AUTH_OIDC_ISSUER: 'http://127.0.0.1:5556' }).auth.oidc?.issuer).to.equal('http://127.0.0.1:5556');
+    });
+
+    it('names each wrong auth variable', () => {
+      const cases: Array<[Record<string, string>, string[]]> = [
+        [{ AUTH_MODE: 'ldap' }, ['AUTH_MODE entry "ldap" is not one of none, apikey, oidc']],
+        [{ AUTH_MODE: 'none,apikey', AUTH_API_KEYS_FILE: '/k' }, ['AUTH_MODE cannot combine none with other modes']],
+        [{ AUTH_MODE: 'apikey,apikey', AUTH_API_KEYS_FILE: '/k' }, ['AUTH_MODE lists a mode more than once']],
+        [{ AUTH_MODE: 'apikey' }, ['AUTH_API_KEYS_FILE is required when AUTH_MODE includes apikey']],
+        [
+          { AUTH_MODE: 'oidc' },
+          [
+            'AUTH_OIDC_ISSUER is required when AUTH_MODE includes oidc',
+            'AUTH_OIDC_AUDIENCE is required when AUTH_MODE includes oidc',
+            'AUTH_OIDC_GRANTS_FILE is required when AUTH_MODE includes oidc',
+          ],
+        ],
+        // Set but not switched on: the operator believes the service is protected.
+        [{ AUTH_API_KEYS_FILE: '/k' }, ['AUTH_API_KEYS_FILE is set but AUTH_MODE does not include apikey']],
+        [{ AUTH_MODE: 'apikey', AUTH_API_KEYS_FILE: '/k', AUTH_OIDC_JWKS_URI: 'https://x' }, ['AUTH_OIDC_JWKS_URI is set but AUTH_MODE does not include oidc']],
+        [{ AUTH_PROTECT_DOCS: 'true' }, ['AUTH_PROTECT_DOCS needs AUTH_MODE apikey or oidc']],
+        [{ ...OIDC, AUTH_OIDC_ISSUER: 'http://issuer.example' }, ['AUTH_OIDC_ISSUER must be an https URL (or http to localhost), got "http://issuer.example"']],
+        [{ ...OIDC, AUTH_OIDC_JWKS_URI: 'not a url' }, ['AUTH_OIDC_JWKS_URI must be an https URL (or http to localhost), got "not a url"']],
+        [{ ...OIDC, AUTH_OIDC_AUDIENCE: 'a,,b' }, ['AUTH_OIDC_AUDIENCE has an empty entry']],
+        [{ AUTH_PROTECT_DOCS: 'maybe' }, ['AUTH_PROTECT_DOCS must be a boolean']],
+      ];
+      for (const [override, expected] of cases) {
+        expect(problemsOf({ ...BASE, ...override }), JSON.stringify(override)).to.deep.equal(expected);
+      }
+    });
   });
 });

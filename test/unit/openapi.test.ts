@@ -1,5 +1,6 @@
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { expect } from 'chai';
+import type { AuthMode } from '../../src/config.ts';
 import { buildOpenApiDocument } from '../../src/http/openapi.ts';
 import { PROBLEM_TYPES } from '../../src/http/problems.ts';
 import { V1_OPERATIONS, operationErrors } from '../../src/http/routes/v1.ts';
@@ -61,6 +62,34 @@ describe('the OpenAPI document', () => {
   });
 });
 
+describe('the OpenAPI document and authentication', () => {
+  const options = { version: '1.2.3', instanceIds: ['inst-a'], maxBodyBytes: 1024 };
+
+  it('is valid OpenAPI 3.1 with every auth mode and protected docs', async () => {
+    const modeSets: AuthMode[][] = [['apikey'], ['oidc'], ['apikey', 'oidc']];
+    for (const modes of modeSets) {
+      const document: Json = buildOpenApiDocument({ ...options, auth: { modes, protectDocs: true } });
+      const result = await new Validator().validate(document);
+      expect(result.errors ?? [], `${modes.join(',')}: ${JSON.stringify(result.errors)}`).to.deep.equal([]);
+      expect(Object.keys(document['components']['securitySchemes'])).to.deep.equal(modes.includes('apikey') ? ['bearer', 'apiKey'] : ['bearer']);
+      for (const path of ['/openapi.json', '/docs']) {
+        expect(Object.keys(document['paths'][path]['get']['responses']), path).to.include.members(['200', '401', '403']);
+      }
+    }
+  });
+
+  it('documents no security, 401 or 403 when every caller is admin', () => {
+    const document: Json = buildOpenApiDocument({ ...options, auth: { modes: [], protectDocs: false } });
+    expect(document['components']).to.not.have.property('securitySchemes');
+    for (const item of Object.values(document['paths'] as Json)) {
+      for (const operation of Object.values(item as Json)) {
+        expect(operation).to.not.have.property('security');
+        expect(operation['responses']).to.not.have.any.keys('401', '403');
+      }
+    }
+  });
+});
+
 describe('the response contract check used by every API test', () => {
   const contract = new OpenApiContract(buildOpenApiDocument({ version: '0', instanceIds: ['inst-a'], maxBodyBytes: 1024 }));
   const jsonHeaders = new Headers({ 'content-type': 'application/json; charset=utf-8' });
@@ -85,6 +114,14 @@ describe('the response contract check used by every API test', () => {
   it('rejects an error code the status does not document for the operation', () => {
     expect(() => contract.check('POST', '/v1/inst-a/createTable', 404, problemHeaders, problem('ROW_NOT_FOUND', 404))).to.throw(/does not match/);
     contract.check('GET', '/v1/inst-a/readCellData', 404, problemHeaders, problem('ROW_NOT_FOUND', 404));
+  });
+
+  it('rejects a 401 without the WWW-Authenticate challenge', () => {
+    const secured = new OpenApiContract(buildOpenApiDocument({ version: '0', instanceIds: ['inst-a'], maxBodyBytes: 1024, auth: { modes: ['apikey'], protectDocs: false } }));
+    const unauthenticated = problem('UNAUTHENTICATED', 401);
+    expect(() => secured.check('GET', '/v1/inst-a/readCellData', 401, problemHeaders, unauthenticated)).to.throw(/WWW-Authenticate/);
+    const challenged = new Headers({ ...Object.fromEntries(problemHeaders), 'www-authenticate': 'Bearer realm="kvcrud"' });
+    secured.check('GET', '/v1/inst-a/readCellData', 401, challenged, unauthenticated);
   });
 
   it('rejects a problem whose requestId differs from the X-Request-Id header', () => {

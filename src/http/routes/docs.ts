@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import type { Router } from '@koa/router';
+import type { Middleware } from 'koa';
 import { koaSwagger } from 'koa2-swagger-ui';
 import { ApiError, ERROR_CODES } from '../../service/errors.ts';
 import type { AppState } from '../app-state.ts';
@@ -33,8 +34,11 @@ const EXPLORER_CSP = [
  * docsRoutes serves the API's documentation: the OpenAPI document, the interactive explorer
  * (koa2-swagger-ui) with its swagger-ui assets from this service rather than a CDN, and a page
  * per problem type, so the `type` URI of every error resolves.
+ *
+ * `guard` (AUTH_PROTECT_DOCS) runs before the explorer page and the document. The swagger-ui
+ * assets (public library code) and the problem pages (which 401 answers link to) stay open.
  */
-export function docsRoutes(router: Router<AppState>, openApiDocument: object): void {
+export function docsRoutes(router: Router<AppState>, openApiDocument: object, guard: readonly Middleware<AppState>[] = []): void {
   const openApiJson = JSON.stringify(openApiDocument);
   const assets = new Map(
     Object.entries(ASSETS).map(([name, asset]) => [name, { body: readFileSync(join(SWAGGER_UI_DIR, asset.file)), type: asset.type }]),
@@ -58,7 +62,7 @@ export function docsRoutes(router: Router<AppState>, openApiDocument: object): v
     ctx.redirect('/docs');
   });
 
-  router.get('/docs', async (ctx, next) => {
+  router.get('/docs', ...guard, async (ctx, next) => {
     await explorer(ctx, next);
     if (typeof ctx.body === 'string') ctx.body = withoutCrossOriginLinks(ctx.body);
     ctx.set('Content-Security-Policy', EXPLORER_CSP);
@@ -76,7 +80,7 @@ export function docsRoutes(router: Router<AppState>, openApiDocument: object): v
     ctx.body = asset.body;
   });
 
-  router.get('/openapi.json', (ctx) => {
+  router.get('/openapi.json', ...guard, (ctx) => {
     ctx.type = 'application/json';
     ctx.body = openApiJson;
   });

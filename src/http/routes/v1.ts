@@ -1,5 +1,7 @@
 import type { Router, RouterContext, RouterMiddleware } from '@koa/router';
 import type Joi from 'joi';
+import type { Middleware } from 'koa';
+import type { Role } from '../../auth/access.ts';
 import type { ErrorCode } from '../../service/errors.ts';
 import type {
   CreateTableInput,
@@ -9,6 +11,7 @@ import type {
   TableService,
 } from '../../service/table-service.ts';
 import type { AppState } from '../app-state.ts';
+import { authorize } from '../middleware/authorize.ts';
 import { jsonBody } from '../middleware/json-body.ts';
 import { parseQuery } from '../query.ts';
 import * as schemas from '../schemas.ts';
@@ -25,6 +28,8 @@ export interface Operation {
   readonly path: string;
   readonly summary: string;
   readonly description: string;
+  /** The least role a caller needs on the instance (admin includes writer includes reader). */
+  readonly role: Role;
   /** Schema of the JSON body, for operations that take one. */
   readonly body?: Joi.ObjectSchema;
   /** Schema of the query parameters, for operations that take them. */
@@ -49,6 +54,7 @@ export const BODY_ERRORS: readonly ErrorCode[] = ['MALFORMED_JSON', 'UNSUPPORTED
 export const V1_OPERATIONS: readonly Operation[] = [
   {
     operationId: 'createTable',
+    role: 'admin',
     method: 'post',
     path: '/v1/{instanceID}/createTable',
     summary: 'Create a table with one column family',
@@ -60,6 +66,7 @@ export const V1_OPERATIONS: readonly Operation[] = [
   },
   {
     operationId: 'insertData',
+    role: 'writer',
     method: 'post',
     path: '/v1/{instanceID}/insertData',
     summary: 'Write cells to one row',
@@ -74,6 +81,7 @@ export const V1_OPERATIONS: readonly Operation[] = [
   },
   {
     operationId: 'readCellData',
+    role: 'reader',
     method: 'get',
     path: '/v1/{instanceID}/readCellData',
     summary: 'Read the latest version of every column of a row',
@@ -87,6 +95,7 @@ export const V1_OPERATIONS: readonly Operation[] = [
   },
   {
     operationId: 'deleteTable',
+    role: 'admin',
     method: 'delete',
     path: '/v1/{instanceID}/deleteTable',
     summary: 'Delete tables',
@@ -106,18 +115,26 @@ export function operationErrors(operation: Operation): ErrorCode[] {
   return [...new Set([...COMMON_ERRORS, ...(operation.body ? BODY_ERRORS : []), ...operation.errors])];
 }
 
-/**
- * v1Routes serves V1_OPERATIONS. For each request: the instance is checked first, then the body's
- * media type and size, then the input against the schema, and only then is the service called.
- */
-export function v1Routes(router: Router<AppState>, service: TableService, options: { maxBodyBytes: number }): void {
-  const body = jsonBody({ limitBytes: options.maxBodyBytes });
+/** Codes every v1 operation may answer with when callers must authenticate (AUTH_MODE other than none). */
+export const AUTH_ERRORS: readonly ErrorCode[] = ['UNAUTHENTICATED', 'PERMISSION_DENIED'];
 
+/**
+ * v1Routes serves V1_OPERATIONS. For each request: the caller is authenticated first (401), then
+ * authorized for the operation on the instance (403), then the instance is checked (404), then
+ * the body's media type and size, then the input against the schema, and only then is the
+ * service called. Nothing about a request is looked at for a caller who may not make it.
+ */
+export function v1Routes(
+  router: Router<AppState>,
+  service: TableService,
+  options: { maxBodyBytes: number; authenticate: Middleware<AppState> },
+): void {
+  const body = jsonBody({ limitBytes: options.maxBodyBytes });
   // The service checks the instance too; this runs it before the body is read and validated.
-  router.param('instanceID', (instanceID, _ctx, next) => {
-    service.requireInstance(instanceID);
+  const servedInstance: RouterMiddleware<AppState> = (ctx, next) => {
+    service.requireInstance(ctx.params['instanceID'] ?? '');
     return next();
-  });
+  };
 
   for (const operation of V1_OPERATIONS) {
     const path = operation.path.replace(/\{(\w+)\}/g, ':$1');
@@ -129,10 +146,11 @@ export function v1Routes(router: Router<AppState>, service: TableService, option
       ctx.body = await operation.handle(service, instanceID, input(ctx));
       ctx.status = operation.success.status;
     };
+    const access = [options.authenticate, authorize(operation.role, operation.operationId), servedInstance];
     if (operation.body) {
-      router[operation.method](path, body, handler);
+      router[operation.method](path, ...access, body, handler);
     } else {
-      router[operation.method](path, handler);
+      router[operation.method](path, ...access, handler);
     }
   }
 }

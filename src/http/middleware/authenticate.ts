@@ -1,0 +1,69 @@
+import type { Context, Middleware } from 'koa';
+import type { Logger } from 'pino';
+import type { Authenticator, Credential } from '../../auth/authenticator.ts';
+import { AuthenticationError, type ChallengeError } from '../../auth/errors.ts';
+import type { AppState } from '../app-state.ts';
+
+/** The realm of the WWW-Authenticate challenge. */
+export const REALM = 'kvcrud';
+// RFC 6750's b64token is narrower; any visible ASCII lets operators choose their key format.
+// The length bound is far above a JWT's and below Node's header limit.
+const CREDENTIAL = /^[\x21-\x7e]{1,8192}$/;
+const BEARER = /^Bearer +(.*)$/i;
+
+/**
+ * authenticate establishes who makes the request, before anything else about it is looked at:
+ * an unauthenticated caller learns nothing, not even whether an instance exists. It sets
+ * ctx.state.caller and ctx.state.principal, or answers 401 UNAUTHENTICATED with a
+ * `WWW-Authenticate: Bearer` challenge (RFC 6750) and logs why (never the credential).
+ */
+export function authenticate(authenticator: Authenticator, logger: Logger): Middleware<AppState> {
+  return async (ctx, next) => {
+    try {
+      // With AUTH_MODE none nothing is read: headers that were ignored before stay ignored.
+      const credential = authenticator.modes.length === 0 ? undefined : credentialOf(ctx);
+      const caller = await authenticator.authenticate(credential);
+      ctx.state.caller = caller;
+      ctx.state.principal = caller.name;
+    } catch (error) {
+      if (error instanceof AuthenticationError) {
+        ctx.set('WWW-Authenticate', bearerChallenge(error.challenge));
+        logger.info(
+          { requestId: ctx.state.requestId, method: ctx.method, path: ctx.path, reason: error.reason },
+          'request not authenticated',
+        );
+      }
+      throw error;
+    }
+    await next();
+  };
+}
+
+/** The credential of a request: `Authorization: Bearer <credential>` or `X-API-Key: <key>`, not both. */
+function credentialOf(ctx: Context): Credential | undefined {
+  const authorization = ctx.get('Authorization');
+  const apiKey = ctx.get('X-API-Key');
+  if (authorization !== '' && apiKey !== '') {
+    throw malformed('Send one credential: Authorization or X-API-Key, not both.', 'both Authorization and X-API-Key');
+  }
+  if (apiKey !== '') {
+    if (!CREDENTIAL.test(apiKey)) throw malformed('The X-API-Key header must hold just the key.', 'malformed X-API-Key');
+    return { via: 'apiKey', value: apiKey };
+  }
+  if (authorization !== '') {
+    const token = BEARER.exec(authorization)?.[1];
+    if (token === undefined || !CREDENTIAL.test(token)) {
+      throw malformed('The Authorization header must be `Bearer <credential>`.', 'malformed Authorization');
+    }
+    return { via: 'bearer', value: token };
+  }
+  return undefined;
+}
+
+function malformed(detail: string, reason: string): AuthenticationError {
+  return new AuthenticationError(detail, { challenge: 'invalid_request', reason });
+}
+
+function bearerChallenge(error: ChallengeError | undefined): string {
+  return error === undefined ? `Bearer realm="${REALM}"` : `Bearer realm="${REALM}", error="${error}"`;
+}

@@ -1,0 +1,40 @@
+import type { Middleware } from 'koa';
+import { type Role, callerMay } from '../../auth/access.ts';
+import { ApiError } from '../../service/errors.ts';
+import type { AppState } from '../app-state.ts';
+
+/**
+ * authorize lets the request on only if the authenticated caller (see authenticate) has `role`
+ * or more on the path's instance; otherwise 403 PERMISSION_DENIED. It runs before the instance
+ * is looked up, so a caller learns whether an instance exists only if granted access to it
+ * (a `*` grant covers every served instance, so unknown ones then answer 404).
+ */
+export function authorize(role: Role, operationId: string): Middleware<AppState> {
+  return async (ctx, next) => {
+    const caller = ctx.state.caller;
+    const instance = (ctx as { params?: Record<string, string> }).params?.['instanceID'] ?? '';
+    if (caller === undefined || !callerMay(caller, instance, role)) {
+      throw new ApiError(
+        'PERMISSION_DENIED',
+        `${caller?.name ?? 'The caller'} may not ${operationId} on instance "${shorten(instance)}": that needs the ${role} role there.`,
+      );
+    }
+    await next();
+  };
+}
+
+/** requireGrant lets the request on if the authenticated caller has any grant at all (the docs need no more). */
+export function requireGrant(): Middleware<AppState> {
+  return async (ctx, next) => {
+    const caller = ctx.state.caller;
+    if (caller === undefined || caller.grants.length === 0) {
+      throw new ApiError('PERMISSION_DENIED', `${caller?.name ?? 'The caller'} has no grant on this service.`);
+    }
+    await next();
+  };
+}
+
+/** Caller input quoted in a detail message, cut so a long path does not flood the answer. */
+function shorten(text: string): string {
+  return text.length <= 100 ? text : `${text.slice(0, 100)}…`;
+}

@@ -1,0 +1,81 @@
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { expect } from 'chai';
+import { type KeyEntry, keysFile, newApiKey, tempDirectory } from '../support/access-files.ts';
+import { useTestApp } from '../support/test-app.ts';
+
+describe('with AUTH_PROTECT_DOCS=true', () => {
+  const files = tempDirectory();
+  const reader: KeyEntry = { name: 'reader', key: newApiKey(), role: 'reader', instances: ['some-other-instance'] };
+  const app = useTestApp({
+    auth: () => {
+      const apiKeysFile = join(files.path, 'keys.json');
+      writeFileSync(apiKeysFile, keysFile([reader]));
+      return { config: { modes: ['apikey'], apiKeysFile, protectDocs: true }, docsHeaders: { 'x-api-key': reader.key } };
+    },
+  });
+  after(() => files.remove());
+
+  it('answers 401 for the explorer and the OpenAPI document without a credential', async () => {
+    for (const path of ['/docs', '/openapi.json']) {
+      const response = await app().api.get(path);
+      expect(response.status, path).to.equal(401);
+      expect(response.body.code).to.equal('UNAUTHENTICATED');
+    }
+  });
+
+  it('serves them to any caller with a grant, whatever its role and instances', async () => {
+    const api = app().api.as({ 'x-api-key': reader.key });
+    const explorer = await api.get('/docs');
+    expect(explorer.status).to.equal(200);
+    expect(explorer.headers.get('content-type')).to.match(/^text\/html/);
+    expect((await api.get('/openapi.json')).body.openapi).to.equal('3.1.0');
+  });
+
+  it('leaves the probes, the explorer assets and the problem pages open', async () => {
+    const { api } = app();
+    expect((await api.get('/healthz')).status).to.equal(200);
+    expect((await api.get('/readyz')).status).to.equal(200);
+    expect((await api.get('/problems/unauthenticated')).body).to.include({ code: 'UNAUTHENTICATED', status: 401 });
+    expect((await api.get('/problems/permission-denied')).body).to.include({ code: 'PERMISSION_DENIED', status: 403 });
+    // The explorer's assets are swagger-ui's public code: open, so nothing about the service leaks.
+    const page = (await api.as({ 'x-api-key': reader.key }).get('/docs')).body as string;
+    const bundle = /src="(\/docs\/assets\/[^"]+\/swagger-ui-bundle\.js)"/.exec(page)?.[1];
+    expect(bundle, 'the bundle the page loads').to.be.a('string');
+    expect((await fetch(`${app().baseUrl}${bundle ?? ''}`)).status).to.equal(200);
+  });
+});
+
+describe('the OpenAPI document with authentication on', () => {
+  const files = tempDirectory();
+  const app = useTestApp({
+    auth: () => {
+      const apiKeysFile = join(files.path, 'keys.json');
+      writeFileSync(apiKeysFile, keysFile([]));
+      return { config: { modes: ['apikey'], apiKeysFile, protectDocs: false } };
+    },
+  });
+  after(() => files.remove());
+
+  it('declares the bearer and X-API-Key schemes and requires one of them on every v1 operation', () => {
+    const document = app().api.contract.document as Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+    expect(document['components']['securitySchemes']).to.deep.include({
+      apiKey: { type: 'apiKey', in: 'header', name: 'X-API-Key', description: 'An API key in the `X-API-Key` header.' },
+    });
+    expect(document['components']['securitySchemes']['bearer']).to.include({ type: 'http', scheme: 'bearer' });
+    const roles: Record<string, string> = { createTable: 'admin', insertData: 'writer', readCellData: 'reader', deleteTable: 'admin' };
+    for (const item of Object.values(document['paths'] as Record<string, Record<string, any>>)) { // eslint-disable-line @typescript-eslint/no-explicit-any
+      for (const operation of Object.values(item)) {
+        const role = roles[operation.operationId as string];
+        if (role === undefined) {
+          expect(operation.security, operation.operationId).to.equal(undefined);
+          continue;
+        }
+        expect(operation.security).to.deep.equal([{ bearer: [] }, { apiKey: [] }]);
+        expect(operation.description).to.contain(`Needs the \`${role}\` role`);
+        expect(operation.responses['401'].headers).to.have.property('WWW-Authenticate');
+        expect(operation.responses['403'].content['application/problem+json'].schema.allOf[1].properties.code.enum).to.deep.equal(['PERMISSION_DENIED']);
+      }
+    }
+  });
+});

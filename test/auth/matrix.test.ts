@@ -1,0 +1,226 @@
+/**
+ * The authorization matrix: every auth mode × role × grant scope × instance × v1 endpoint, over
+ * HTTP against the real app and emulator, with real API keys and real signed tokens. Each answer
+ * is checked against the served OpenAPI document by the ApiClient.
+ */
+import { randomBytes } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { expect } from 'chai';
+import type { AuthMode } from '../../src/config.ts';
+import { type KeyEntry, keysFile, newApiKey, tempDirectory } from '../support/access-files.ts';
+import type { ApiClient, ApiResponse } from '../support/api-client.ts';
+import { TEST_AUDIENCE, TestIssuer } from '../support/test-issuer.ts';
+import { randomInstanceId, useTestApp } from '../support/test-app.ts';
+
+type Role = 'reader' | 'writer' | 'admin';
+type Endpoint = 'createTable' | 'insertData' | 'readCellData' | 'deleteTable';
+type Form = 'X-API-Key' | 'Bearer API key' | 'Bearer RS256 token' | 'Bearer ES256 token';
+
+// The contract, written out again rather than imported: the test must not share the code's mistakes.
+const RANK: Record<Role, number> = { reader: 0, writer: 1, admin: 2 };
+const NEEDS: Record<Endpoint, Role> = { createTable: 'admin', insertData: 'writer', readCellData: 'reader', deleteTable: 'admin' };
+const ROLES: readonly Role[] = ['reader', 'writer', 'admin'];
+const SCOPES = ['first instance', 'all instances'] as const;
+type Scope = (typeof SCOPES)[number];
+
+interface Principal {
+  readonly role: Role;
+  readonly scope: Scope;
+  readonly id: string;
+  readonly key: string;
+  readonly subject: string;
+}
+
+const PRINCIPALS: readonly Principal[] = ROLES.flatMap((role) =>
+  SCOPES.map((scope) => {
+    const id = `${role}-${scope === 'all instances' ? 'all' : 'first'}`;
+    return { role, scope, id, key: newApiKey(), subject: `system:serviceaccount:test:${id}` };
+  }),
+);
+
+const MODES: ReadonlyArray<{ modes: AuthMode[]; forms: Form[] }> = [
+  { modes: ['apikey'], forms: ['X-API-Key', 'Bearer API key'] },
+  { modes: ['oidc'], forms: ['Bearer RS256 token', 'Bearer ES256 token'] },
+  { modes: ['apikey', 'oidc'], forms: ['X-API-Key', 'Bearer API key', 'Bearer RS256 token', 'Bearer ES256 token'] },
+];
+
+/** What the answer must be: the operation's success, 403, or (granted, but not served) 404. */
+function expectedOutcome(principal: Principal, endpoint: Endpoint, instance: string, served: readonly string[]): 'allowed' | 403 | 404 {
+  const coversInstance = principal.scope === 'all instances' || instance === served[0];
+  if (RANK[principal.role] < RANK[NEEDS[endpoint]] || !coversInstance) return 403;
+  return served.includes(instance) ? 'allowed' : 404;
+}
+
+for (const { modes, forms } of MODES) {
+  describe(`authorization matrix with AUTH_MODE ${modes.join(',')}`, function () {
+    this.timeout(120_000);
+    let issuer: TestIssuer;
+    const files = tempDirectory();
+    before(async () => {
+      issuer = await TestIssuer.start();
+    });
+    const app = useTestApp({
+      instanceCount: 2,
+      auth: (instances) => {
+        const grantsOf = (principal: Principal) => (principal.scope === 'all instances' ? ['*'] : [instances[0] ?? '']);
+        const keys: KeyEntry[] = PRINCIPALS.map((p) => ({ name: p.id, key: p.key, role: p.role, instances: grantsOf(p) }));
+        writeFileSync(join(files.path, 'keys.json'), keysFile(keys));
+        const grants = PRINCIPALS.map((p) => ({ subject: p.subject, role: p.role, instances: grantsOf(p) }));
+        writeFileSync(join(files.path, 'grants.json'), JSON.stringify({ grants }));
+        return {
+          config: {
+            modes,
+            protectDocs: false,
+            ...(modes.includes('apikey') ? { apiKeysFile: join(files.path, 'keys.json') } : {}),
+            ...(modes.includes('oidc')
+              ? { oidc: { issuer: issuer.issuer, audiences: [TEST_AUDIENCE], grantsFile: join(files.path, 'grants.json') } }
+              : {}),
+          },
+        };
+      },
+    });
+    after(async () => {
+      await issuer?.close();
+      files.remove();
+    });
+
+    const unknownInstance = randomInstanceId();
+    const sent: string[] = [];
+    async function credential(form: Form, principal: Principal): Promise<Record<string, string>> {
+      let value: string;
+      let headers: Record<string, string>;
+      switch (form) {
+        case 'X-API-Key':
+          value = principal.key;
+          headers = { 'x-api-key': value };
+          break;
+        case 'Bearer API key':
+          value = principal.key;
+          headers = { authorization: `Bearer ${value}` };
+          break;
+        case 'Bearer RS256 token':
+        case 'Bearer ES256 token':
+          value = await issuer.sign(principal.subject, { alg: form === 'Bearer RS256 token' ? 'RS256' : 'ES256' });
+          headers = { authorization: `Bearer ${value}` };
+      }
+      sent.push(value);
+      return headers;
+    }
+    const callerName = (form: Form, principal: Principal) => (form.endsWith('token') ? `oidc:${principal.subject}` : `apikey:${principal.id}`);
+    const admin = () => PRINCIPALS.find((p) => p.role === 'admin' && p.scope === 'all instances') as Principal;
+
+    before(async () => {
+      const api = app().api.as(await credential(forms[0] as Form, admin()));
+      for (const instance of app().instances) {
+        expect((await api.post(`/v1/${instance}/createTable`, { tableName: 'matrix', columnFamily: 'cf' })).status).to.equal(201);
+        const cells = [{ columnFamily: 'cf', columnName: 'seed', columnValue: 'v' }];
+        expect((await api.post(`/v1/${instance}/insertData`, { tableName: 'matrix', rowKeyId: 'r', data: cells })).status).to.equal(200);
+      }
+    });
+
+    function expectAnswer(response: ApiResponse, outcome: 'allowed' | 403 | 404, success: number, caller: string, what: string): void {
+      if (outcome === 'allowed') {
+        expect(response.status, `${what}: ${JSON.stringify(response.body)}`).to.equal(success);
+      } else if (outcome === 403) {
+        expect(response.status, what).to.equal(403);
+        expect(response.body.code, what).to.equal('PERMISSION_DENIED');
+        expect(response.body.detail, what).to.contain(caller);
+      } else {
+        expect(response.status, what).to.equal(404);
+        expect(response.body.code, what).to.equal('INSTANCE_NOT_FOUND');
+      }
+    }
+
+    for (const form of forms) {
+      for (const principal of PRINCIPALS) {
+        it(`${form}: ${principal.role} on ${principal.scope} may do exactly what the role allows, where it is granted`, async () => {
+          const { instances } = app();
+          const api: ApiClient = app().api.as(await credential(form, principal));
+          const caller = callerName(form, principal);
+          for (const instance of [...instances, unknownInstance]) {
+            const v1 = `/v1/${instance}`;
+            const outcome = (endpoint: Endpoint) => expectedOutcome(principal, endpoint, instance, instances);
+            const where = (endpoint: Endpoint) => `${form} ${principal.id} ${endpoint} on ${instance === instances[0] ? 'first' : instance === unknownInstance ? 'unknown' : 'second'}`;
+            const table = `t-${randomBytes(4).toString('hex')}`;
+
+            const created = await api.post(`${v1}/createTable`, { tableName: table, columnFamily: 'cf' });
+            expectAnswer(created, outcome('createTable'), 201, caller, where('createTable'));
+
+            const cells = [{ columnFamily: 'cf', columnName: principal.id, columnValue: form }];
+            const inserted = await api.post(`${v1}/insertData`, { tableName: 'matrix', rowKeyId: 'r', data: cells });
+            expectAnswer(inserted, outcome('insertData'), 200, caller, where('insertData'));
+
+            const read = await api.get(`${v1}/readCellData?tableName=matrix&id=r`);
+            expectAnswer(read, outcome('readCellData'), 200, caller, where('readCellData'));
+            if (outcome('readCellData') === 'allowed') expect(read.body.rowKeyId).to.equal('r');
+
+            // The table this case created when allowed to; otherwise the shared one, which a wrong 200 would destroy.
+            const tableList = outcome('createTable') === 'allowed' ? [table] : ['matrix'];
+            const deleted = await api.delete(`${v1}/deleteTable`, { tableList });
+            expectAnswer(deleted, outcome('deleteTable'), 200, caller, where('deleteTable'));
+          }
+        });
+      }
+    }
+
+    it('answers 401 without a credential on every endpoint, the same whether the instance exists or not', async () => {
+      const { api, instances } = app();
+      const details = new Set<string>();
+      for (const instance of [...instances, unknownInstance]) {
+        const responses = [
+          await api.post(`/v1/${instance}/createTable`, { tableName: 't', columnFamily: 'cf' }),
+          await api.post(`/v1/${instance}/insertData`, { tableName: 't', rowKeyId: 'r', data: [] }),
+          await api.get(`/v1/${instance}/readCellData?tableName=t&id=r`),
+          await api.delete(`/v1/${instance}/deleteTable`, { tableList: ['t'] }),
+        ];
+        for (const response of responses) {
+          expect(response.status).to.equal(401);
+          expect(response.body.code).to.equal('UNAUTHENTICATED');
+          expect(response.headers.get('www-authenticate')).to.equal('Bearer realm="kvcrud"');
+          details.add(response.body.detail);
+        }
+      }
+      expect([...details]).to.have.length(1);
+    });
+
+    it('answers 401 before looking at the body: an unauthenticated caller gets no validation errors', async () => {
+      const response = await app().api.request('POST', `/v1/${app().instance}/insertData`, {
+        body: 'not json',
+        headers: { 'content-type': 'application/json' },
+      });
+      expect(response.status).to.equal(401);
+    });
+
+    it('answers 401 invalid_token for an unknown credential', async () => {
+      const forged = modes.includes('apikey') ? newApiKey() : await issuer.sign('x', { strangerKid: 'rsa-1' });
+      const response = await app().api.get(`/v1/${app().instance}/readCellData?tableName=matrix&id=r`, {
+        headers: { authorization: `Bearer ${forged}` },
+      });
+      expect(response.status).to.equal(401);
+      expect(response.headers.get('www-authenticate')).to.equal('Bearer realm="kvcrud", error="invalid_token"');
+      expect(response.body.detail).to.equal('The credential was not accepted.');
+    });
+
+    if (modes.length === 1) {
+      it(`refuses the credentials of the mode that is off`, async () => {
+        const { api, instance } = app();
+        const path = `/v1/${instance}/readCellData?tableName=matrix&id=r`;
+        const principal = admin();
+        const others = modes[0] === 'apikey'
+          ? [{ authorization: `Bearer ${await issuer.sign(principal.subject)}` }]
+          : [{ 'x-api-key': principal.key }, { authorization: `Bearer ${principal.key}` }];
+        for (const headers of others) {
+          const response = await api.get(path, { headers });
+          expect(response.status, JSON.stringify(Object.keys(headers))).to.equal(401);
+        }
+      });
+    }
+
+    it('never writes a credential it was sent to the logs', () => {
+      const logged = JSON.stringify(app().logs);
+      expect(sent.length).to.be.greaterThan(0);
+      for (const value of sent) expect(logged.includes(value), 'a credential is in the logs').to.equal(false);
+    });
+  });
+}
