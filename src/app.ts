@@ -4,7 +4,9 @@ import Koa from 'koa';
 import type { Logger } from 'pino';
 import type { Config } from './config.ts';
 import type { AppState } from './http/app-state.ts';
+import { loadShedding } from './http/middleware/load-shedding.ts';
 import { problemResponder } from './http/middleware/problem-responder.ts';
+import { rateLimit } from './http/middleware/rate-limit.ts';
 import { requestId } from './http/middleware/request-id.ts';
 import { buildOpenApiDocument } from './http/openapi.ts';
 import { docsRoutes } from './http/routes/docs.ts';
@@ -16,10 +18,15 @@ import type { DataStore } from './store/store.ts';
 const VERSION = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 
 export interface AppDeps {
-  readonly config: Pick<Config, 'instanceIds' | 'maxBodyBytes' | 'storeTimeoutMs'>;
+  readonly config: Pick<Config, 'instanceIds' | 'maxBodyBytes' | 'storeTimeoutMs' | 'maxInflight' | 'rateLimitPerSecond'>;
   readonly store: DataStore;
   readonly logger: Logger;
 }
+
+// Probes and the metrics scrape are never shed nor rate limited: an overloaded pod is alive, and
+// its metrics are what shows the overload.
+const OPERATIONS_PATHS: ReadonlySet<string> = new Set(['/healthz', '/readyz', '/metrics']);
+const isOperationsPath = (path: string): boolean => OPERATIONS_PATHS.has(path);
 
 /**
  * createApp wires the service: HTTP middleware and routes in front of the TableService, in front
@@ -37,6 +44,11 @@ export function createApp({ config, store, logger }: AppDeps): Koa<AppState> {
   const app = new Koa<AppState>();
   app.use(requestId());
   app.use(problemResponder());
+  app.use(loadShedding({ maxInflight: config.maxInflight, exempt: isOperationsPath }));
+  // After authentication, which sets the principal the buckets are keyed by.
+  if (config.rateLimitPerSecond !== undefined) {
+    app.use(rateLimit({ perSecond: config.rateLimitPerSecond, exempt: isOperationsPath }));
+  }
   app.use(router.routes());
   app.use(router.allowedMethods());
 

@@ -3,6 +3,7 @@ import { resolve } from 'node:path';
 import { pino } from 'pino';
 import { createApp } from './app.ts';
 import { ConfigError, type Config, loadConfig } from './config.ts';
+import { createHttpServer } from './http/http-server.ts';
 import { isStoreError } from './store/errors.ts';
 import { openStore } from './store/open-store.ts';
 import type { DataStore } from './store/store.ts';
@@ -29,7 +30,7 @@ try {
   logger.fatal({ err: error, store: config.store.type }, `cannot open the ${config.store.type} store: ${error.message}`);
   process.exit(1);
 }
-const server = createApp({ config, store, logger }).listen(config.port);
+const server = createHttpServer(createApp({ config, store, logger })).listen(config.port);
 
 server.on('listening', () => {
   const { port } = server.address() as AddressInfo;

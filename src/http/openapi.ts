@@ -14,6 +14,8 @@ export interface OpenApiOptions {
 }
 
 const PROBLEM_JSON = 'application/problem+json';
+/** Codes any operation but the probes may answer when the service sheds load or limits the rate. */
+const LOAD_ERRORS: readonly ErrorCode[] = ['OVERLOADED', 'RATE_LIMITED'];
 const ref = (kind: string, name: string) => ({ $ref: `#/components/${kind}/${name}` });
 // joi-to-json is CommonJS (module.exports = parse) and its types say otherwise; it takes a schema instance.
 const parse = joiToJson as unknown as (schema: Joi.Schema, mode: 'open-api-3.1') => JsonObject;
@@ -85,7 +87,10 @@ export function buildOpenApiDocument(options: OpenApiOptions): JsonObject {
       operationId: 'openapi',
       tags: ['documentation'],
       summary: 'This document',
-      responses: { 200: { description: 'OpenAPI 3.1.', content: { 'application/json': { schema: { type: 'object' } } } } },
+      responses: {
+        200: { description: 'OpenAPI 3.1.', content: { 'application/json': { schema: { type: 'object' } } } },
+        ...problemResponses(LOAD_ERRORS),
+      },
     },
   };
   paths['/problems/{type}'] = {
@@ -97,7 +102,7 @@ export function buildOpenApiDocument(options: OpenApiOptions): JsonObject {
       parameters: [{ name: 'type', in: 'path', required: true, schema: { type: 'string' }, example: 'table-not-found' }],
       responses: {
         200: { description: 'The problem type.', content: { 'application/json': { schema: ref('schemas', 'ProblemType') } } },
-        ...problemResponses(['ROUTE_NOT_FOUND']),
+        ...problemResponses(['ROUTE_NOT_FOUND', ...LOAD_ERRORS]),
       },
     },
   };
@@ -169,7 +174,7 @@ function problemResponses(codes: readonly ErrorCode[]): JsonObject {
       description: statusCodes.map((code) => `\`${code}\`: ${PROBLEM_TYPES[code].description}`).join('\n\n'),
       headers: {
         'X-Request-Id': ref('headers', 'X-Request-Id'),
-        ...(status === 503 ? { 'Retry-After': ref('headers', 'Retry-After') } : {}),
+        ...(status === 503 || status === 429 ? { 'Retry-After': ref('headers', 'Retry-After') } : {}),
       },
       content: {
         [PROBLEM_JSON]: {

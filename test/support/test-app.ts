@@ -3,6 +3,7 @@ import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { pino } from 'pino';
 import { createApp } from '../../src/app.ts';
+import { type ServerLimits, createHttpServer } from '../../src/http/http-server.ts';
 import { BigtableStore } from '../../src/store/bigtable/bigtable-store.ts';
 import type { DataStore } from '../../src/store/store.ts';
 import { ApiClient } from './api-client.ts';
@@ -19,6 +20,10 @@ export interface TestAppOptions {
   readonly instanceCount?: number;
   readonly maxBodyBytes?: number;
   readonly storeTimeoutMs?: number;
+  readonly maxInflight?: number;
+  readonly rateLimitPerSecond?: number;
+  /** Shorter server timeouts, for tests of slow clients. */
+  readonly serverLimits?: Partial<ServerLimits>;
   /** Wraps the real store, to inject a fault that cannot be caused for real. */
   readonly wrapStore?: (store: DataStore) => DataStore;
 }
@@ -56,12 +61,14 @@ export async function startTestApp(options: TestAppOptions): Promise<TestApp> {
       instanceIds: instances,
       maxBodyBytes: options.maxBodyBytes ?? 10 * 1024 * 1024,
       storeTimeoutMs: options.storeTimeoutMs ?? 5000,
+      maxInflight: options.maxInflight ?? 256,
+      rateLimitPerSecond: options.rateLimitPerSecond,
     },
     store,
     logger,
   });
   const server: Server = await new Promise((resolve) => {
-    const listening = app.listen(0, '127.0.0.1', () => resolve(listening));
+    const listening = createHttpServer(app, options.serverLimits).listen(0, '127.0.0.1', () => resolve(listening));
   });
   const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   return {

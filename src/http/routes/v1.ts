@@ -41,6 +41,8 @@ export const COMMON_ERRORS: readonly ErrorCode[] = [
   'INSTANCE_NOT_FOUND',
   'BACKEND_UNAVAILABLE',
   'DEADLINE_EXCEEDED',
+  'OVERLOADED',
+  'RATE_LIMITED',
   'INTERNAL',
 ];
 /** Codes any operation with a JSON body may answer with. */
