@@ -6,11 +6,13 @@ import type {
   DeleteTableInput,
   InsertDataInput,
   ReadCellDataInput,
+  RequestOptions,
   TableService,
 } from '../../service/table-service.ts';
 import type { AppState } from '../app-state.ts';
 import { jsonBody } from '../middleware/json-body.ts';
 import { parseQuery } from '../query.ts';
+import { clientGone } from '../client-gone.ts';
 import * as schemas from '../schemas.ts';
 import { validate } from '../validate.ts';
 
@@ -32,7 +34,7 @@ export interface Operation {
   readonly success: { readonly status: number; readonly description: string; readonly schema: Joi.ObjectSchema };
   /** Error codes particular to this operation; the ones every v1 operation can answer are added. */
   readonly errors: readonly ErrorCode[];
-  readonly handle: (service: TableService, instanceID: string, input: never) => Promise<unknown>;
+  readonly handle: (service: TableService, instanceID: string, input: never, options: RequestOptions) => Promise<unknown>;
 }
 
 /** Codes any v1 operation may answer with. */
@@ -58,7 +60,7 @@ export const V1_OPERATIONS: readonly Operation[] = [
     body: schemas.createTableBody,
     success: { status: 201, description: 'The table was created.', schema: schemas.createTableResponse },
     errors: ['TABLE_ALREADY_EXISTS'],
-    handle: (service, instanceID, input: CreateTableInput) => service.createTable(instanceID, input),
+    handle: (service, instanceID, input: CreateTableInput, options) => service.createTable(instanceID, input, options),
   },
   {
     operationId: 'insertData',
@@ -72,7 +74,7 @@ export const V1_OPERATIONS: readonly Operation[] = [
     body: schemas.insertDataBody,
     success: { status: 200, description: 'The cells were written.', schema: schemas.insertDataResponse },
     errors: ['TABLE_NOT_FOUND', 'COLUMN_FAMILY_NOT_FOUND'],
-    handle: (service, instanceID, input: InsertDataInput) => service.insertData(instanceID, input),
+    handle: (service, instanceID, input: InsertDataInput, options) => service.insertData(instanceID, input, options),
   },
   {
     operationId: 'readCellData',
@@ -85,7 +87,7 @@ export const V1_OPERATIONS: readonly Operation[] = [
     query: schemas.readCellDataQuery,
     success: { status: 200, description: 'The row.', schema: schemas.readCellDataResponse },
     errors: ['TABLE_NOT_FOUND', 'ROW_NOT_FOUND'],
-    handle: (service, instanceID, input: ReadCellDataInput) => service.readCellData(instanceID, input),
+    handle: (service, instanceID, input: ReadCellDataInput, options) => service.readCellData(instanceID, input, options),
   },
   {
     operationId: 'deleteTable',
@@ -99,7 +101,7 @@ export const V1_OPERATIONS: readonly Operation[] = [
     body: schemas.deleteTableBody,
     success: { status: 200, description: 'All the tables were deleted.', schema: schemas.deleteTableResponse },
     errors: ['TABLE_NOT_FOUND'],
-    handle: (service, instanceID, input: DeleteTableInput) => service.deleteTables(instanceID, input),
+    handle: (service, instanceID, input: DeleteTableInput, options) => service.deleteTables(instanceID, input, options),
   },
 ];
 
@@ -128,7 +130,7 @@ export function v1Routes(router: Router<AppState>, service: TableService, option
       : (ctx: RouterContext<AppState>) => validate<never>(operation.query as Joi.ObjectSchema, parseQuery(ctx.querystring));
     const handler: RouterMiddleware<AppState> = async (ctx) => {
       const instanceID = ctx.params['instanceID'] ?? '';
-      ctx.body = await operation.handle(service, instanceID, input(ctx));
+      ctx.body = await operation.handle(service, instanceID, input(ctx), { signal: clientGone(ctx) });
       ctx.status = operation.success.status;
     };
     if (operation.body) {

@@ -105,3 +105,75 @@ describe('when an adapter fails unexpectedly', () => {
     expect(JSON.stringify(logged?.['err'])).to.contain('secretInternalField');
   });
 });
+
+describe('when the caller disconnects while its backend call is pending', () => {
+  const STORE_TIMEOUT_MS = 5000;
+
+  /** Sends a request, hangs up after `afterMs`, and returns how long after the hang-up the app logged its end. */
+  async function hangUp(app: TestApp, path: string, init: RequestInit, afterMs: number): Promise<{ loggedAfterMs: number; err: string }> {
+    const requestId = `hang-up-${Math.random().toString(16).slice(2)}`;
+    const controller = new AbortController();
+    const request = fetch(`${app.baseUrl}${path}`, {
+      ...init,
+      headers: { ...(init.headers as Record<string, string>), 'x-request-id': requestId },
+      signal: controller.signal,
+    }).catch(() => undefined);
+    await new Promise((resolve) => setTimeout(resolve, afterMs));
+    controller.abort();
+    const hungUp = Date.now();
+    await request;
+    for (;;) {
+      const logged = app.logs.find((line) => line['requestId'] === requestId);
+      if (logged !== undefined) return { loggedAfterMs: Date.now() - hungUp, err: JSON.stringify(logged['err']) };
+      if (Date.now() - hungUp > STORE_TIMEOUT_MS + 2000) throw new Error('the request never ended');
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+  }
+
+  const write = () => ({
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ tableName: 't', rowKeyId: 'r', data: [CELL] }),
+  });
+
+  describe('to a backend that never answers', () => {
+    let hole: Awaited<ReturnType<typeof blackHole>>;
+    let app: TestApp;
+    before(async () => {
+      hole = await blackHole();
+      app = await startTestApp({ emulatorHost: hole.host, storeTimeoutMs: STORE_TIMEOUT_MS });
+    });
+    after(async () => {
+      await hole.close();
+      await app.close();
+    });
+
+    it('cancels a read (a gRPC stream) at once instead of waiting for the deadline', async () => {
+      const ended = await hangUp(app, `/v1/${app.instance}/readCellData?tableName=t&id=r`, {}, 300);
+      expect(ended.loggedAfterMs).to.be.below(1000);
+      expect(ended.err).to.contain('caller disconnected');
+    });
+
+    it('cancels a write (unary calls) at once instead of waiting for the deadline', async () => {
+      const ended = await hangUp(app, `/v1/${app.instance}/insertData`, write(), 300);
+      expect(ended.loggedAfterMs).to.be.below(1000);
+      expect(ended.err).to.contain('caller disconnected');
+    });
+  });
+
+  describe('to a backend that cannot be reached', () => {
+    let app: TestApp;
+    before(async () => {
+      app = await startTestApp({ emulatorHost: `127.0.0.1:${await closedPort()}`, storeTimeoutMs: STORE_TIMEOUT_MS });
+    });
+    after(async () => {
+      await app.close();
+    });
+
+    it('stops retrying at once', async () => {
+      const ended = await hangUp(app, `/v1/${app.instance}/insertData`, write(), 500);
+      expect(ended.loggedAfterMs).to.be.below(1000);
+      expect(ended.err).to.contain('caller disconnected');
+    });
+  });
+});
