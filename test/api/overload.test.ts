@@ -34,6 +34,7 @@ describe('overload: a bound on requests in flight (MAX_INFLIGHT)', () => {
     expect(shed.status).to.equal(503);
     expect(shed.body.code).to.equal('OVERLOADED');
     expect(shed.headers.get('retry-after')).to.equal('1');
+    expect(app.logs.filter((line) => line['requestId'] === shed.body.requestId), 'no log line per shed request').to.deep.equal([]);
 
     // The probes are neither shed nor counted: /healthz answers, /readyz asks the (hung) backend.
     expect((await app.api.get('/healthz')).status).to.equal(200);

@@ -28,7 +28,8 @@ export function problemResponder(): Middleware<AppState> {
       if (problem.status === 503 || (problem.status === 429 && ctx.response.get('Retry-After') === '')) {
         ctx.set('Retry-After', String(RETRY_AFTER_SECONDS));
       }
-      if (problem.status >= 500) ctx.app.emit('error', error, ctx);
+      // Shed requests are not failures with a cause to log: a line for each would add to the overload.
+      if (problem.status >= 500 && problem.code !== 'OVERLOADED') ctx.app.emit('error', error, ctx);
     }
   };
 }
