@@ -9,7 +9,9 @@ import { DrainState } from './http/drain-state.ts';
 import { closeWhenDraining } from './http/middleware/close-when-draining.ts';
 import { authenticate } from './http/middleware/authenticate.ts';
 import { requireGrant } from './http/middleware/authorize.ts';
+import { loadShedding } from './http/middleware/load-shedding.ts';
 import { problemResponder } from './http/middleware/problem-responder.ts';
+import { rateLimit } from './http/middleware/rate-limit.ts';
 import { requestId } from './http/middleware/request-id.ts';
 import { buildOpenApiDocument } from './http/openapi.ts';
 import { docsRoutes } from './http/routes/docs.ts';
@@ -21,7 +23,7 @@ import type { DataStore } from './store/store.ts';
 const VERSION = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 
 export interface AppDeps {
-  readonly config: Pick<Config, 'instanceIds' | 'maxBodyBytes' | 'storeTimeoutMs'>;
+  readonly config: Pick<Config, 'instanceIds' | 'maxBodyBytes' | 'storeTimeoutMs' | 'maxInflight' | 'rateLimitPerSecond'>;
   readonly store: DataStore;
   readonly logger: Logger;
   /** Set by the entry point on SIGTERM; a fresh one (never draining) when left out. */
@@ -32,6 +34,11 @@ export interface AppDeps {
    */
   readonly auth?: { readonly authenticator: Authenticator; readonly protectDocs: boolean };
 }
+
+// Probes and the metrics scrape are never shed (nor rate limited: only v1 routes are): an
+// overloaded pod is alive, and its metrics are what shows the overload.
+const OPERATIONS_PATHS: ReadonlySet<string> = new Set(['/healthz', '/readyz', '/metrics']);
+const isOperationsPath = (path: string): boolean => OPERATIONS_PATHS.has(path);
 
 /**
  * createApp wires the service: HTTP middleware and routes in front of the TableService, in front
@@ -51,12 +58,15 @@ export function createApp({ config, store, logger, drain = new DrainState(), aut
   const router = new Router<AppState>();
   healthRoutes(router, service, drain);
   docsRoutes(router, openApi, protectDocs ? [caller, requireGrant()] : []);
-  v1Routes(router, service, { maxBodyBytes: config.maxBodyBytes, authenticate: caller });
+  // Keyed by the principal, so it runs in the v1 routes right after authentication.
+  const limit = config.rateLimitPerSecond === undefined ? undefined : rateLimit({ perSecond: config.rateLimitPerSecond });
+  v1Routes(router, service, { maxBodyBytes: config.maxBodyBytes, authenticate: caller, rateLimit: limit });
 
   const app = new Koa<AppState>();
   app.use(closeWhenDraining(drain));
   app.use(requestId());
   app.use(problemResponder());
+  app.use(loadShedding({ maxInflight: config.maxInflight, exempt: isOperationsPath }));
   app.use(router.routes());
   app.use(router.allowedMethods());
 

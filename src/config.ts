@@ -8,6 +8,10 @@ export interface Config {
   readonly maxBodyBytes: number;
   /** Deadline for one data store call, counted from when the service starts it. */
   readonly storeTimeoutMs: number;
+  /** Most requests handled at once; past it a request is refused with 503 OVERLOADED. */
+  readonly maxInflight: number;
+  /** Requests per second per caller (token bucket), or undefined for no rate limit. */
+  readonly rateLimitPerSecond: number | undefined;
   /** Instance IDs the service serves; `{instanceID}` in a path must be one of them. */
   readonly instanceIds: readonly string[];
   /** The data store and its own settings. */
@@ -124,6 +128,8 @@ const envSchema = Joi.object({
   PORT: Joi.number().integer().min(0).max(65535).default(8080),
   MAX_BODY_BYTES: Joi.number().integer().min(1024).max(512 * MIB).default(10 * MIB),
   STORE_TIMEOUT_MS: Joi.number().integer().min(1).max(600_000).default(5000),
+  MAX_INFLIGHT: Joi.number().integer().min(1).max(1_000_000).default(256),
+  RATE_LIMIT_PER_SECOND: Joi.number().integer().min(1).max(1_000_000),
   // Unset: Bigtable when anything Bigtable-specific is configured, else the embedded store, so a
   // fresh clone serves with no configuration at all.
   DATA_STORE: Joi.string()
@@ -185,6 +191,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     PORT: number;
     MAX_BODY_BYTES: number;
     STORE_TIMEOUT_MS: number;
+    MAX_INFLIGHT: number;
+    RATE_LIMIT_PER_SECOND?: number;
     INSTANCE_IDS: string[];
     DATA_STORE: 'bigtable' | 'embedded';
     DATA_DIR: string;
@@ -199,6 +207,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     port: vars.PORT,
     maxBodyBytes: vars.MAX_BODY_BYTES,
     storeTimeoutMs: vars.STORE_TIMEOUT_MS,
+    maxInflight: vars.MAX_INFLIGHT,
+    rateLimitPerSecond: vars.RATE_LIMIT_PER_SECOND,
     instanceIds: Object.freeze([...vars.INSTANCE_IDS]),
     store: Object.freeze(vars.DATA_STORE === 'bigtable' ? bigtableConfig(vars) : { type: 'embedded' as const, dataDir: vars.DATA_DIR }),
     shutdownTimeoutMs: vars.SHUTDOWN_TIMEOUT_MS,

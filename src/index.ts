@@ -6,6 +6,7 @@ import { type Authenticator, openAuthenticator } from './auth/authenticator.ts';
 import { ConfigError, type Config, loadConfig } from './config.ts';
 import { DrainState } from './http/drain-state.ts';
 import { shutDown } from './shutdown.ts';
+import { createHttpServer } from './http/http-server.ts';
 import { isStoreError } from './store/errors.ts';
 import { openStore } from './store/open-store.ts';
 import type { DataStore } from './store/store.ts';
@@ -36,7 +37,9 @@ try {
   process.exit(1);
 }
 const drain = new DrainState();
-const server = createApp({ config, store, logger, drain, auth: { authenticator, protectDocs: config.auth.protectDocs } }).listen(config.port);
+const server = createHttpServer(
+  createApp({ config, store, logger, drain, auth: { authenticator, protectDocs: config.auth.protectDocs } }),
+).listen(config.port);
 void authenticator.warmUp();
 
 server.on('listening', () => {

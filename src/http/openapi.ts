@@ -18,6 +18,8 @@ export interface OpenApiOptions {
 }
 
 const PROBLEM_JSON = 'application/problem+json';
+/** Codes any path but the probes may answer when the service sheds load (the v1 operations list theirs). */
+const SHED_ERRORS: readonly ErrorCode[] = ['OVERLOADED'];
 const ref = (kind: string, name: string) => ({ $ref: `#/components/${kind}/${name}` });
 // joi-to-json is CommonJS (module.exports = parse) and its types say otherwise; it takes a schema instance.
 const parse = joiToJson as unknown as (schema: Joi.Schema, mode: 'open-api-3.1') => JsonObject;
@@ -103,7 +105,7 @@ export function buildOpenApiDocument(options: OpenApiOptions): JsonObject {
       ...guarded(protectDocs),
       responses: {
         200: { description: 'OpenAPI 3.1.', content: { 'application/json': { schema: { type: 'object' } } } },
-        ...problemResponses(docsErrors),
+        ...problemResponses([...docsErrors, ...SHED_ERRORS]),
       },
     },
   };
@@ -115,7 +117,7 @@ export function buildOpenApiDocument(options: OpenApiOptions): JsonObject {
       ...guarded(protectDocs),
       responses: {
         200: { description: 'The explorer page (Swagger UI).', content: { 'text/html': { schema: { type: 'string' } } } },
-        ...problemResponses(docsErrors),
+        ...problemResponses([...docsErrors, ...SHED_ERRORS]),
       },
     },
   };
@@ -128,7 +130,7 @@ export function buildOpenApiDocument(options: OpenApiOptions): JsonObject {
       parameters: [{ name: 'type', in: 'path', required: true, schema: { type: 'string' }, example: 'table-not-found' }],
       responses: {
         200: { description: 'The problem type.', content: { 'application/json': { schema: ref('schemas', 'ProblemType') } } },
-        ...problemResponses(['ROUTE_NOT_FOUND']),
+        ...problemResponses(['ROUTE_NOT_FOUND', ...SHED_ERRORS]),
       },
     },
   };
@@ -220,7 +222,7 @@ function problemResponses(codes: readonly ErrorCode[]): JsonObject {
       description: statusCodes.map((code) => `\`${code}\`: ${PROBLEM_TYPES[code].description}`).join('\n\n'),
       headers: {
         'X-Request-Id': ref('headers', 'X-Request-Id'),
-        ...(status === 503 ? { 'Retry-After': ref('headers', 'Retry-After') } : {}),
+        ...(status === 503 || status === 429 ? { 'Retry-After': ref('headers', 'Retry-After') } : {}),
         ...(status === 401 ? { 'WWW-Authenticate': ref('headers', 'WWW-Authenticate') } : {}),
       },
       content: {

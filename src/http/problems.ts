@@ -67,6 +67,16 @@ export const PROBLEM_TYPES: Readonly<Record<ErrorCode, { status: number; title: 
     title: 'Deadline exceeded',
     description: 'The data store did not answer within the deadline (STORE_TIMEOUT_MS). A write may or may not have been applied.',
   },
+  OVERLOADED: {
+    status: 503,
+    title: 'Overloaded',
+    description: 'The service has as many requests in flight as it takes (MAX_INFLIGHT). Retry after the `Retry-After` delay.',
+  },
+  RATE_LIMITED: {
+    status: 429,
+    title: 'Rate limited',
+    description: 'The caller sent more requests per second than allowed (RATE_LIMIT_PER_SECOND). Retry after the `Retry-After` delay.',
+  },
   INTERNAL: { status: 500, title: 'Internal error', description: 'An unexpected failure; the requestId identifies it in the logs.' },
 };
 

@@ -19,6 +19,8 @@ export const ERROR_CODES = [
   'BACKEND_UNAVAILABLE',
   'SHUTTING_DOWN',
   'DEADLINE_EXCEEDED',
+  'OVERLOADED',
+  'RATE_LIMITED',
   'INTERNAL',
 ] as const;
 

@@ -43,6 +43,12 @@ export interface DeleteTableResult {
   readonly deleted: string[];
 }
 
+/** What the service needs to know about the request it works for. */
+export interface RequestOptions {
+  /** Aborted when the caller has gone: store calls are then cancelled rather than finished. */
+  readonly signal?: AbortSignal;
+}
+
 export interface TableServiceDeps {
   readonly store: DataStore;
   readonly instanceIds: readonly string[];
@@ -76,14 +82,14 @@ export class TableService {
     }
   }
 
-  async createTable(instanceID: string, input: CreateTableInput): Promise<CreateTableResult> {
+  async createTable(instanceID: string, input: CreateTableInput, options: RequestOptions = {}): Promise<CreateTableResult> {
     this.requireInstance(instanceID);
-    await this.#store.createTable({ instance: instanceID, table: input.tableName }, [input.columnFamily], this.#callOptions());
+    await this.#store.createTable({ instance: instanceID, table: input.tableName }, [input.columnFamily], this.#callOptions(options));
     return { instanceID, tableName: input.tableName, columnFamily: input.columnFamily };
   }
 
   /** Writes every cell of the request to the row in one atomic mutation, all with one timestamp. */
-  async insertData(instanceID: string, input: InsertDataInput): Promise<InsertDataResult> {
+  async insertData(instanceID: string, input: InsertDataInput, options: RequestOptions = {}): Promise<InsertDataResult> {
     this.requireInstance(instanceID);
     const timestampMicros = this.#clock.next();
     const cells = input.data.map((cell) => ({ family: cell.columnFamily, ...cellBytes(cell), timestampMicros }));
@@ -91,18 +97,18 @@ export class TableService {
       { instance: instanceID, table: input.tableName },
       Buffer.from(input.rowKeyId, 'utf8'),
       cells,
-      this.#callOptions(),
+      this.#callOptions(options),
     );
     return { instanceID, tableName: input.tableName, rowKeyId: input.rowKeyId, cellsWritten: cells.length };
   }
 
   /** Returns the latest version of each column of the row. */
-  async readCellData(instanceID: string, input: ReadCellDataInput): Promise<ReadCellDataResult> {
+  async readCellData(instanceID: string, input: ReadCellDataInput, options: RequestOptions = {}): Promise<ReadCellDataResult> {
     this.requireInstance(instanceID);
     const cells = await this.#store.readRow(
       { instance: instanceID, table: input.tableName },
       Buffer.from(input.id, 'utf8'),
-      this.#callOptions(),
+      this.#callOptions(options),
     );
     if (cells === null) {
       throw new ApiError('ROW_NOT_FOUND', `Row "${shorten(input.id)}" does not exist in table "${input.tableName}".`);
@@ -115,9 +121,9 @@ export class TableService {
    * nothing is deleted. If the store fails part-way, the error says which tables were deleted.
    * A table that disappears between the check and its deletion counts as deleted.
    */
-  async deleteTables(instanceID: string, input: DeleteTableInput): Promise<DeleteTableResult> {
+  async deleteTables(instanceID: string, input: DeleteTableInput, options: RequestOptions = {}): Promise<DeleteTableResult> {
     this.requireInstance(instanceID);
-    const existing = new Set(await this.#store.listTables(instanceID, this.#callOptions()));
+    const existing = new Set(await this.#store.listTables(instanceID, this.#callOptions(options)));
     const missing = input.tableList.filter((name) => !existing.has(name));
     if (missing.length > 0) {
       throw new ApiError(
@@ -131,7 +137,7 @@ export class TableService {
     const deleted: string[] = [];
     for (const [index, table] of input.tableList.entries()) {
       try {
-        await this.#store.deleteTable({ instance: instanceID, table }, this.#callOptions());
+        await this.#store.deleteTable({ instance: instanceID, table }, this.#callOptions(options));
       } catch (error) {
         if (!isStoreError(error, 'NOT_FOUND')) {
           throw new IncompleteOperationError(error, { deleted, notDeleted: input.tableList.slice(index) });
@@ -147,8 +153,9 @@ export class TableService {
     await this.#store.checkHealth({ deadline: Date.now() + Math.min(timeoutMs, this.#storeTimeoutMs) });
   }
 
-  #callOptions(): CallOptions {
-    return { deadline: Date.now() + this.#storeTimeoutMs };
+  #callOptions(request: RequestOptions): CallOptions {
+    const deadline = Date.now() + this.#storeTimeoutMs;
+    return request.signal === undefined ? { deadline } : { deadline, signal: request.signal };
   }
 }
 

@@ -42,6 +42,14 @@ export class StoreError extends Error {
   }
 }
 
+/**
+ * callerGone is the error of a call stopped because its CallOptions.signal was aborted. Nobody
+ * is left to read it; it is a DEADLINE_EXCEEDED so that the log says the call did not finish.
+ */
+export function callerGone(): StoreError {
+  return new StoreError('DEADLINE_EXCEEDED', 'cancelled: the caller disconnected');
+}
+
 export function isStoreError(error: unknown, code?: StoreErrorCode): error is StoreError {
   return error instanceof StoreError && (code === undefined || error.code === code);
 }

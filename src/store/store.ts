@@ -66,6 +66,12 @@ export interface TableRef {
 export interface CallOptions {
   /** Absolute deadline (milliseconds since the epoch) after which the call must give up. */
   readonly deadline: number;
+  /**
+   * Aborted when the caller has gone (the HTTP client disconnected). An adapter should then stop
+   * the call and its retries, and must not start work it has not started yet; it reports
+   * callerGone() (errors.ts).
+   */
+  readonly signal?: AbortSignal;
 }
 
 /** One cell to write. Timestamps are chosen by the caller, so a retried write is idempotent. */

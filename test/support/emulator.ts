@@ -52,10 +52,13 @@ export function emulatorHost(context: Mocha.Context): string {
   context.skip();
 }
 
-/** Starts a cbtemulator on a free port of its own choosing (-port 0) and waits for it to listen. */
-export function spawnEmulator(): Promise<{ host: string; process: ChildProcess }> {
+/**
+ * Starts a cbtemulator and waits for it to listen: on `port`, or by default on a free port of its
+ * own choosing (-port 0).
+ */
+export function spawnEmulator(port = 0): Promise<{ host: string; process: ChildProcess }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(EMULATOR_BINARY, ['-host', '127.0.0.1', '-port', '0'], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const child = spawn(EMULATOR_BINARY, ['-host', '127.0.0.1', '-port', String(port)], { stdio: ['ignore', 'pipe', 'inherit'] });
     const timer = setTimeout(() => {
       child.kill();
       reject(new Error('the Bigtable emulator did not start within 15 s'));

@@ -16,7 +16,7 @@ const DOCUMENT_ID = 'kvcrud-openapi';
  * OpenApiContract checks real responses against the service's own OpenAPI document: the status
  * must be documented for the operation, the media type too, and the body must match its schema.
  * Responses to paths the document does not have must be the documented ROUTE_NOT_FOUND or
- * METHOD_NOT_ALLOWED problems.
+ * METHOD_NOT_ALLOWED problems (or OVERLOADED and RATE_LIMITED, which come before routing).
  */
 export class OpenApiContract {
   readonly #ajv = new Ajv2020({ strict: false, allErrors: true });
@@ -51,7 +51,7 @@ export class OpenApiContract {
       const problem = body as Json;
       expect(problem['status'], `${where}: problem status`).to.equal(status);
       expect(problem['requestId'], `${where}: requestId`).to.equal(headers.get('x-request-id'));
-      if (status === 503) expect(headers.get('retry-after'), `${where}: Retry-After`).to.match(/^\d+$/);
+      if (status === 503 || status === 429) expect(headers.get('retry-after'), `${where}: Retry-After`).to.match(/^\d+$/);
       if (status === 401) {
         expect(headers.get('www-authenticate'), `${where}: WWW-Authenticate`).to.match(/^Bearer realm="kvcrud"(, error="invalid_(token|request)")?$/);
       }
@@ -62,7 +62,8 @@ export class OpenApiContract {
       // Not an operation of the document: only the generic routing problems may answer.
       expect(mediaType, `${where}: undocumented path or method`).to.equal('application/problem+json');
       this.#validate('#/components/schemas/Problem', body, where);
-      expect((body as Json)['code'], where).to.be.oneOf(['ROUTE_NOT_FOUND', 'METHOD_NOT_ALLOWED']);
+      // Load shedding and rate limiting answer before routing, on any path.
+      expect((body as Json)['code'], where).to.be.oneOf(['ROUTE_NOT_FOUND', 'METHOD_NOT_ALLOWED', 'OVERLOADED', 'RATE_LIMITED']);
       return;
     }
     const response = operation.responses[String(status)];

@@ -6,6 +6,7 @@ import { createApp } from '../../src/app.ts';
 import { type Authenticator, openAuthenticator } from '../../src/auth/authenticator.ts';
 import type { OidcTiming } from '../../src/auth/oidc.ts';
 import type { AuthConfig } from '../../src/config.ts';
+import { type ServerLimits, createHttpServer } from '../../src/http/http-server.ts';
 import { BigtableStore } from '../../src/store/bigtable/bigtable-store.ts';
 import type { DataStore } from '../../src/store/store.ts';
 import { ApiClient } from './api-client.ts';
@@ -22,6 +23,10 @@ export interface TestAppOptions {
   readonly instanceCount?: number;
   readonly maxBodyBytes?: number;
   readonly storeTimeoutMs?: number;
+  readonly maxInflight?: number;
+  readonly rateLimitPerSecond?: number;
+  /** Shorter server timeouts, for tests of slow clients. */
+  readonly serverLimits?: Partial<ServerLimits>;
   /** Wraps the real store, to inject a fault that cannot be caused for real. */
   readonly wrapStore?: (store: DataStore) => DataStore;
   /**
@@ -83,13 +88,15 @@ export async function startTestApp(options: TestAppOptions): Promise<TestApp> {
       instanceIds: instances,
       maxBodyBytes: options.maxBodyBytes ?? 10 * 1024 * 1024,
       storeTimeoutMs: options.storeTimeoutMs ?? 5000,
+      maxInflight: options.maxInflight ?? 256,
+      rateLimitPerSecond: options.rateLimitPerSecond,
     },
     store,
     logger,
     ...(authenticator === undefined ? {} : { auth: { authenticator, protectDocs: auth?.config.protectDocs ?? false } }),
   });
   const server: Server = await new Promise((resolve) => {
-    const listening = app.listen(0, '127.0.0.1', () => resolve(listening));
+    const listening = createHttpServer(app, options.serverLimits).listen(0, '127.0.0.1', () => resolve(listening));
   });
   const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   return {

@@ -19,6 +19,8 @@ describe('loadConfig', () => {
       port: 8080,
       maxBodyBytes: 10 * 1024 * 1024,
       storeTimeoutMs: 5000,
+      maxInflight: 256,
+      rateLimitPerSecond: undefined,
       instanceIds: ['inst-a'],
       store: { type: 'bigtable', projectId: 'my-project' },
       shutdownTimeoutMs: 25_000,
@@ -31,11 +33,24 @@ describe('loadConfig', () => {
       port: 8080,
       maxBodyBytes: 10 * 1024 * 1024,
       storeTimeoutMs: 5000,
+      maxInflight: 256,
+      rateLimitPerSecond: undefined,
       instanceIds: ['local'],
       store: { type: 'embedded', dataDir: './data' },
       shutdownTimeoutMs: 25_000,
       auth: { modes: [], protectDocs: false },
     });
+  });
+
+  it('reads the overload bounds: MAX_INFLIGHT and, when set, RATE_LIMIT_PER_SECOND', () => {
+    expect(loadConfig({ ...BASE, MAX_INFLIGHT: '64', RATE_LIMIT_PER_SECOND: '100' })).to.deep.include({
+      maxInflight: 64,
+      rateLimitPerSecond: 100,
+    });
+    expect(problemsOf({ ...BASE, MAX_INFLIGHT: '0', RATE_LIMIT_PER_SECOND: '1.5' })).to.deep.equal([
+      'MAX_INFLIGHT must be greater than or equal to 1',
+      'RATE_LIMIT_PER_SECOND must be an integer',
+    ]);
   });
 
   it('chooses Bigtable when a project or an emulator is configured, unless DATA_STORE says otherwise', () => {

@@ -3,7 +3,7 @@ import { ApiError } from '../../service/errors.ts';
 import type { AppState } from '../app-state.ts';
 import { toProblem } from '../problems.ts';
 
-/** Seconds a caller should wait before retrying after a 503. */
+/** Seconds a caller should wait before retrying after a 503 (or a 429 that did not say). */
 const RETRY_AFTER_SECONDS = 1;
 
 /**
@@ -24,9 +24,13 @@ export function problemResponder(): Middleware<AppState> {
       ctx.status = problem.status;
       ctx.type = 'application/problem+json';
       ctx.body = problem;
-      if (problem.status === 503) ctx.set('Retry-After', String(RETRY_AFTER_SECONDS));
-      // A draining process answering its readiness probe is no failure worth a log line.
-      if (problem.status >= 500 && problem.code !== 'SHUTTING_DOWN') ctx.app.emit('error', error, ctx);
+      // A 429 carries the delay its rate limiter computed; a 503 gets the fixed one.
+      if (problem.status === 503 || (problem.status === 429 && ctx.response.get('Retry-After') === '')) {
+        ctx.set('Retry-After', String(RETRY_AFTER_SECONDS));
+      }
+      // Neither shed requests nor a draining process's readiness answer are failures with a cause
+      // to log: a line for each shed request would add to the overload.
+      if (problem.status >= 500 && problem.code !== 'OVERLOADED' && problem.code !== 'SHUTTING_DOWN') ctx.app.emit('error', error, ctx);
     }
   };
 }

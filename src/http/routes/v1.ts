@@ -8,12 +8,14 @@ import type {
   DeleteTableInput,
   InsertDataInput,
   ReadCellDataInput,
+  RequestOptions,
   TableService,
 } from '../../service/table-service.ts';
 import type { AppState } from '../app-state.ts';
 import { authorize } from '../middleware/authorize.ts';
 import { jsonBody } from '../middleware/json-body.ts';
 import { parseQuery } from '../query.ts';
+import { clientGone } from '../client-gone.ts';
 import * as schemas from '../schemas.ts';
 import { validate } from '../validate.ts';
 
@@ -37,7 +39,7 @@ export interface Operation {
   readonly success: { readonly status: number; readonly description: string; readonly schema: Joi.ObjectSchema };
   /** Error codes particular to this operation; the ones every v1 operation can answer are added. */
   readonly errors: readonly ErrorCode[];
-  readonly handle: (service: TableService, instanceID: string, input: never) => Promise<unknown>;
+  readonly handle: (service: TableService, instanceID: string, input: never, options: RequestOptions) => Promise<unknown>;
 }
 
 /** Codes any v1 operation may answer with. */
@@ -46,6 +48,8 @@ export const COMMON_ERRORS: readonly ErrorCode[] = [
   'INSTANCE_NOT_FOUND',
   'BACKEND_UNAVAILABLE',
   'DEADLINE_EXCEEDED',
+  'OVERLOADED',
+  'RATE_LIMITED',
   'INTERNAL',
 ];
 /** Codes any operation with a JSON body may answer with. */
@@ -62,7 +66,7 @@ export const V1_OPERATIONS: readonly Operation[] = [
     body: schemas.createTableBody,
     success: { status: 201, description: 'The table was created.', schema: schemas.createTableResponse },
     errors: ['TABLE_ALREADY_EXISTS'],
-    handle: (service, instanceID, input: CreateTableInput) => service.createTable(instanceID, input),
+    handle: (service, instanceID, input: CreateTableInput, options) => service.createTable(instanceID, input, options),
   },
   {
     operationId: 'insertData',
@@ -77,7 +81,7 @@ export const V1_OPERATIONS: readonly Operation[] = [
     body: schemas.insertDataBody,
     success: { status: 200, description: 'The cells were written.', schema: schemas.insertDataResponse },
     errors: ['TABLE_NOT_FOUND', 'COLUMN_FAMILY_NOT_FOUND'],
-    handle: (service, instanceID, input: InsertDataInput) => service.insertData(instanceID, input),
+    handle: (service, instanceID, input: InsertDataInput, options) => service.insertData(instanceID, input, options),
   },
   {
     operationId: 'readCellData',
@@ -91,7 +95,7 @@ export const V1_OPERATIONS: readonly Operation[] = [
     query: schemas.readCellDataQuery,
     success: { status: 200, description: 'The row.', schema: schemas.readCellDataResponse },
     errors: ['TABLE_NOT_FOUND', 'ROW_NOT_FOUND'],
-    handle: (service, instanceID, input: ReadCellDataInput) => service.readCellData(instanceID, input),
+    handle: (service, instanceID, input: ReadCellDataInput, options) => service.readCellData(instanceID, input, options),
   },
   {
     operationId: 'deleteTable',
@@ -106,7 +110,7 @@ export const V1_OPERATIONS: readonly Operation[] = [
     body: schemas.deleteTableBody,
     success: { status: 200, description: 'All the tables were deleted.', schema: schemas.deleteTableResponse },
     errors: ['TABLE_NOT_FOUND'],
-    handle: (service, instanceID, input: DeleteTableInput) => service.deleteTables(instanceID, input),
+    handle: (service, instanceID, input: DeleteTableInput, options) => service.deleteTables(instanceID, input, options),
   },
 ];
 
@@ -120,14 +124,14 @@ export const AUTH_ERRORS: readonly ErrorCode[] = ['UNAUTHENTICATED', 'PERMISSION
 
 /**
  * v1Routes serves V1_OPERATIONS. For each request: the caller is authenticated first (401), then
- * authorized for the operation on the instance (403), then the instance is checked (404), then
+ * rate limited if configured (429), then authorized for the operation on the instance (403), then the instance is checked (404), then
  * the body's media type and size, then the input against the schema, and only then is the
  * service called. Nothing about a request is looked at for a caller who may not make it.
  */
 export function v1Routes(
   router: Router<AppState>,
   service: TableService,
-  options: { maxBodyBytes: number; authenticate: Middleware<AppState> },
+  options: { maxBodyBytes: number; authenticate: Middleware<AppState>; rateLimit?: Middleware<AppState> | undefined },
 ): void {
   const body = jsonBody({ limitBytes: options.maxBodyBytes });
   // The service checks the instance too; this runs it before the body is read and validated.
@@ -143,10 +147,11 @@ export function v1Routes(
       : (ctx: RouterContext<AppState>) => validate<never>(operation.query as Joi.ObjectSchema, parseQuery(ctx.querystring));
     const handler: RouterMiddleware<AppState> = async (ctx) => {
       const instanceID = ctx.params['instanceID'] ?? '';
-      ctx.body = await operation.handle(service, instanceID, input(ctx));
+      ctx.body = await operation.handle(service, instanceID, input(ctx), { signal: clientGone(ctx) });
       ctx.status = operation.success.status;
     };
-    const access = [options.authenticate, authorize(operation.role, operation.operationId), servedInstance];
+    const limited = options.rateLimit === undefined ? [] : [options.rateLimit];
+    const access = [options.authenticate, ...limited, authorize(operation.role, operation.operationId), servedInstance];
     if (operation.body) {
       router[operation.method](path, ...access, body, handler);
     } else {

@@ -1,6 +1,6 @@
 import { Bigtable, type BigtableOptions, admin as bigtableAdmin, v2, type protos } from '@google-cloud/bigtable';
 import pRetry, { AbortError } from 'p-retry';
-import { StoreError, isStoreError } from '../errors.ts';
+import { StoreError, callerGone, isStoreError } from '../errors.ts';
 import type { CallOptions, Cell, CellWrite, DataStore, TableRef } from '../store.ts';
 import { FamilyCache } from './family-cache.ts';
 import { isDeadline, isTransient, toStoreError } from './grpc-errors.ts';
@@ -131,6 +131,7 @@ export class BigtableStore implements DataStore {
           { tableName, rows: { rowKeys: [rowKey] }, rowsLimit: 1, filter: { cellsPerColumnLimitFilter: 1 } },
           gaxOptions(options),
         ),
+        options.signal,
       ),
     );
     let cells: Cell[] | null;
@@ -187,14 +188,21 @@ export class BigtableStore implements DataStore {
 /**
  * Per-call settings for the generated clients: the time left until the deadline, and no retries
  * of their own (withRetry decides, knowing which calls are safe to repeat). Streaming calls have
- * a second retry layer (retry-request), which would repeat even a NOT_FOUND for seconds.
+ * a second retry layer (retry-request), which would repeat even a NOT_FOUND for seconds. The
+ * caller's signal cancels unary calls (gax supports it); collect() cancels streams.
  */
 function gaxOptions(options: CallOptions) {
+  if (options.signal?.aborted === true) throw callerGone();
   const timeout = options.deadline - Date.now();
   if (timeout <= 0) {
     throw new StoreError('DEADLINE_EXCEEDED', 'deadline passed before the call was made');
   }
-  return { timeout, retry: null, retryRequestOptions: { retries: 0, noResponseRetries: 0 } };
+  return {
+    timeout,
+    retry: null,
+    retryRequestOptions: { retries: 0, noResponseRetries: 0 },
+    ...(options.signal === undefined ? {} : { signal: options.signal }),
+  };
 }
 
 /**
@@ -231,20 +239,35 @@ async function withRetry<T>(
         minTimeout: RETRY_MIN_MS,
         maxTimeout: RETRY_MAX_MS,
         maxRetryTime: Math.max(0, options.deadline - Date.now()),
+        // A caller that has gone stops the retries (and the backoff wait) at once.
+        ...(options.signal === undefined ? {} : { signal: options.signal }),
       },
     );
   } catch (error) {
+    if (options.signal?.aborted === true) throw callerGone();
     throw toStoreError(error, operation, subject);
   }
 }
 
-/** Reads a server stream to its end. */
-function collect(stream: NodeJS.ReadableStream): Promise<ReadRowsResponse[]> {
+/** Reads a server stream to its end; cancels it (the gRPC call with it) when `signal` aborts. */
+function collect(stream: NodeJS.ReadableStream & { cancel?: () => void }, signal?: AbortSignal): Promise<ReadRowsResponse[]> {
   return new Promise((resolve, reject) => {
     const responses: ReadRowsResponse[] = [];
+    const onAbort = () => {
+      stream.cancel?.();
+      reject(callerGone());
+    };
+    signal?.addEventListener('abort', onAbort, { once: true });
+    const done = () => signal?.removeEventListener('abort', onAbort);
     stream.on('data', (response: ReadRowsResponse) => responses.push(response));
-    stream.on('error', reject);
-    stream.on('end', () => resolve(responses));
+    stream.on('error', (error: Error) => {
+      done();
+      reject(error);
+    });
+    stream.on('end', () => {
+      done();
+      resolve(responses);
+    });
   });
 }
 

@@ -1,7 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
-import { StoreError } from '../errors.ts';
+import { StoreError, callerGone } from '../errors.ts';
 import type { CallOptions, Cell, CellWrite, DataStore, TableRef } from '../store.ts';
 import { GroupCommit } from './group-commit.ts';
 import { migrate } from './schema.ts';
@@ -163,7 +163,7 @@ export class EmbeddedStore implements DataStore {
     return Promise.resolve();
   }
 
-  /** Runs a change in the next group commit; it is skipped if its deadline passes first. */
+  /** Runs a change in the next group commit; skipped if its deadline passes or its caller goes first. */
   #write<T>(options: CallOptions, change: () => T): Promise<T> {
     if (!this.#db.isOpen) return Promise.reject(closedError());
     return this.#writes.enqueue(() => {
@@ -211,6 +211,7 @@ function closedError(): StoreError {
 }
 
 function requireTime(options: CallOptions): void {
+  if (options.signal?.aborted === true) throw callerGone();
   if (Date.now() >= options.deadline) {
     throw new StoreError('DEADLINE_EXCEEDED', 'deadline passed before the store was called');
   }

@@ -1,34 +1,7 @@
-import { type Server, type Socket, createServer } from 'node:net';
-import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
+import { blackHole, closedPort } from '../../support/fake-backends.ts';
 import { withOverrides } from '../../support/store-faults.ts';
 import { type TestApp, startTestApp, useTestApp } from '../../support/test-app.ts';
-
-/** A port on which nothing listens: bind, note the port, close. */
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
-
-/** A TCP server that accepts connections and never says a word: a hung backend. */
-async function blackHole(): Promise<{ host: string; close: () => Promise<void> }> {
-  const sockets = new Set<Socket>();
-  const server: Server = createServer((socket) => {
-    sockets.add(socket);
-    socket.on('close', () => sockets.delete(socket));
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return {
-    host: `127.0.0.1:${(server.address() as AddressInfo).port}`,
-    close: async () => {
-      sockets.forEach((socket) => socket.destroy());
-      await new Promise((resolve) => server.close(resolve));
-    },
-  };
-}
 
 const CELL = { columnFamily: 'cf', columnName: 'c', columnValue: 'v' };
 
@@ -130,5 +103,77 @@ describe('when an adapter fails unexpectedly', () => {
     expect(JSON.stringify(response.body)).to.not.contain('secretInternalField');
     const logged = app().logs.find((line) => line['requestId'] === response.body.requestId);
     expect(JSON.stringify(logged?.['err'])).to.contain('secretInternalField');
+  });
+});
+
+describe('when the caller disconnects while its backend call is pending', () => {
+  const STORE_TIMEOUT_MS = 5000;
+
+  /** Sends a request, hangs up after `afterMs`, and returns how long after the hang-up the app logged its end. */
+  async function hangUp(app: TestApp, path: string, init: RequestInit, afterMs: number): Promise<{ loggedAfterMs: number; err: string }> {
+    const requestId = `hang-up-${Math.random().toString(16).slice(2)}`;
+    const controller = new AbortController();
+    const request = fetch(`${app.baseUrl}${path}`, {
+      ...init,
+      headers: { ...(init.headers as Record<string, string>), 'x-request-id': requestId },
+      signal: controller.signal,
+    }).catch(() => undefined);
+    await new Promise((resolve) => setTimeout(resolve, afterMs));
+    controller.abort();
+    const hungUp = Date.now();
+    await request;
+    for (;;) {
+      const logged = app.logs.find((line) => line['requestId'] === requestId);
+      if (logged !== undefined) return { loggedAfterMs: Date.now() - hungUp, err: JSON.stringify(logged['err']) };
+      if (Date.now() - hungUp > STORE_TIMEOUT_MS + 2000) throw new Error('the request never ended');
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+  }
+
+  const write = () => ({
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ tableName: 't', rowKeyId: 'r', data: [CELL] }),
+  });
+
+  describe('to a backend that never answers', () => {
+    let hole: Awaited<ReturnType<typeof blackHole>>;
+    let app: TestApp;
+    before(async () => {
+      hole = await blackHole();
+      app = await startTestApp({ emulatorHost: hole.host, storeTimeoutMs: STORE_TIMEOUT_MS });
+    });
+    after(async () => {
+      await hole.close();
+      await app.close();
+    });
+
+    it('cancels a read (a gRPC stream) at once instead of waiting for the deadline', async () => {
+      const ended = await hangUp(app, `/v1/${app.instance}/readCellData?tableName=t&id=r`, {}, 300);
+      expect(ended.loggedAfterMs).to.be.below(1000);
+      expect(ended.err).to.contain('caller disconnected');
+    });
+
+    it('cancels a write (unary calls) at once instead of waiting for the deadline', async () => {
+      const ended = await hangUp(app, `/v1/${app.instance}/insertData`, write(), 300);
+      expect(ended.loggedAfterMs).to.be.below(1000);
+      expect(ended.err).to.contain('caller disconnected');
+    });
+  });
+
+  describe('to a backend that cannot be reached', () => {
+    let app: TestApp;
+    before(async () => {
+      app = await startTestApp({ emulatorHost: `127.0.0.1:${await closedPort()}`, storeTimeoutMs: STORE_TIMEOUT_MS });
+    });
+    after(async () => {
+      await app.close();
+    });
+
+    it('stops retrying at once', async () => {
+      const ended = await hangUp(app, `/v1/${app.instance}/insertData`, write(), 500);
+      expect(ended.loggedAfterMs).to.be.below(1000);
+      expect(ended.err).to.contain('caller disconnected');
+    });
   });
 });

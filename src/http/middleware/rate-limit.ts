@@ -1,0 +1,35 @@
+import type { Middleware } from 'koa';
+import { ANONYMOUS } from '../../auth/access.ts';
+import { ApiError } from '../../service/errors.ts';
+import type { AppState } from '../app-state.ts';
+import { TokenBuckets } from '../token-buckets.ts';
+
+export interface RateLimitOptions {
+  /** Requests per second each caller may make on average; also the burst it may make at once. */
+  readonly perSecond: number;
+  /** The clock, in milliseconds; tests pass their own. */
+  readonly now?: () => number;
+}
+
+/**
+ * rateLimit gives each caller a token bucket of `perSecond` tokens, refilled at `perSecond` a
+ * second; a request takes one, and a caller whose bucket is empty gets 429 RATE_LIMITED with
+ * `Retry-After`, the whole seconds until a token is back. The caller is the authenticated
+ * principal (ctx.state.principal, set by authentication, which must run before this) or, for
+ * anonymous requests (AUTH_MODE none), the client's address.
+ */
+export function rateLimit(options: RateLimitOptions): Middleware<AppState> {
+  const buckets = new TokenBuckets({ ratePerSecond: options.perSecond, capacity: options.perSecond, now: options.now });
+  return async (ctx, next) => {
+    const principal = (ctx.state as { principal?: unknown }).principal;
+    // With AUTH_MODE none every caller is "anonymous": one bucket for all would let one caller
+    // starve the rest, so anonymous callers are told apart by address.
+    const named = typeof principal === 'string' && principal !== '' && principal !== ANONYMOUS.name;
+    const waitMs = buckets.take(named ? `principal:${principal}` : `address:${ctx.ip}`);
+    if (waitMs > 0) {
+      ctx.set('Retry-After', String(Math.max(1, Math.ceil(waitMs / 1000))));
+      throw new ApiError('RATE_LIMITED', `More than ${options.perSecond} requests per second. Retry after the Retry-After delay.`);
+    }
+    await next();
+  };
+}
