@@ -8,6 +8,7 @@
  *   --stores LIST     bigtable,embedded (default both)
  *   --out FILE        where to write the JSON results (default bench/results/latest.json)
  *   --profile         run the service with --cpu-prof and print its top functions by self time
+ *   --node-flags=F    extra Node flags for the service, e.g. --node-flags="--max-semi-space-size=4"
  */
 import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, freemem, loadavg, release, tmpdir, totalmem } from 'node:os';
@@ -19,7 +20,7 @@ import { dataClient, readRow, runCeiling, writeRow } from './ceiling.ts';
 import { insertRequest, readRequest, runHttpLoad } from './http-load.ts';
 import type { LoadResult } from './measure.ts';
 import { type SelfTime, formatSelfTime, topSelfTime } from './profile-summary.ts';
-import { RssSampler } from './rss.ts';
+import { CpuMeter, RssSampler } from './proc-stats.ts';
 import { CASES, CASE_LABELS, CELLS, type CaseName, FAMILY, PRELOADED_ROWS, TABLE, newKeys, preloadedKey } from './workload.ts';
 
 const ROOT = new URL('../', import.meta.url).pathname;
@@ -38,6 +39,7 @@ const { values: args } = parseArgs({
     stores: { type: 'string', default: 'bigtable,embedded' },
     out: { type: 'string', default: 'bench/results/latest.json' },
     profile: { type: 'boolean', default: false },
+    'node-flags': { type: 'string', default: '' },
   },
 });
 const durationSeconds = positive(args.duration, 'duration');
@@ -46,14 +48,17 @@ const cases = list(args.cases, CASES, 'cases');
 const connections = args.connections.split(',').map((text) => positive(text, 'connections'));
 const stores = list(args.stores, ['bigtable', 'embedded'] as const, 'stores');
 
+/** A load's figures and the CPU time each process involved spent per request (µs). */
+type Measured = LoadResult & { readonly cpuMicrosPerRequest: Record<string, number> };
+
 interface CaseResult {
   readonly store: 'bigtable' | 'embedded';
   readonly case: CaseName;
   readonly operation: string;
   readonly connections: number;
   /** The low-level client in-process (Bigtable only). */
-  readonly ceiling?: LoadResult;
-  readonly service: LoadResult & { readonly peakRssMb: number };
+  readonly ceiling?: Measured;
+  readonly service: Measured & { readonly peakRssMb: number };
   /** service / ceiling: throughput, and p99 latency (lower is better). */
   readonly ratio?: { readonly reqPerSec: number; readonly p99: number };
   /** 1-minute load average when the case started: how busy the shared machine was. */
@@ -75,11 +80,12 @@ const profiles: Record<string, SelfTime[]> = {};
 process.stdout.write(
   `kvcrud benchmark: ${machine.cpus} × ${machine.cpuModel}, ${machine.memoryGb} GB, Node ${machine.node}, ` +
     `load average ${machine.loadAverageAtStart}\n${durationSeconds} s per load after ${warmupSeconds} s warm-up; ` +
-    `service: node dist/index.js${args.profile ? ' --cpu-prof' : ''}\n\n`,
+    `service: node ${args['node-flags']} ${args.profile ? '--cpu-prof ' : ''}dist/index.js`.replace(/  +/g, ' ') + '\n\n',
 );
 printHeader();
 
 const emulator = await spawnEmulator();
+const emulatorPid = emulator.process.pid ?? 0;
 try {
   if (stores.includes('bigtable')) await benchBigtable(emulator.host);
   if (stores.includes('embedded')) await benchEmbedded();
@@ -93,7 +99,7 @@ const report = {
   date: new Date().toISOString(),
   command: `npm run bench -- ${process.argv.slice(2).join(' ')}`.trim(),
   machine: { ...machine, loadAverageAtEnd: round(loadavg()[0] ?? 0) },
-  settings: { durationSeconds, warmupSeconds, preloadedRows: PRELOADED_ROWS, cells: CELLS.length },
+  settings: { durationSeconds, warmupSeconds, preloadedRows: PRELOADED_ROWS, cells: CELLS.length, serviceNodeFlags: args['node-flags'] },
   results,
   ...(args.profile ? { profiles } : {}),
 };
@@ -121,8 +127,11 @@ async function benchBigtable(emulatorHost: string): Promise<void> {
         const loadAverage = round(loadavg()[0] ?? 0);
         const ceilingLoad = { client, tableName, caseName, connections: count };
         if (warmupSeconds > 0) await runCeiling({ ...ceilingLoad, durationMs: warmupSeconds * 1000, newKey: newKeys('warm') });
-        const ceiling = await runCeiling({ ...ceilingLoad, durationMs: durationSeconds * 1000, newKey: newKeys('ceiling') });
-        const measured = await measureService(service, BIGTABLE_INSTANCE, caseName, count);
+        const cpu = new CpuMeter({ client: process.pid, emulator: emulatorPid });
+        cpu.start();
+        const load = await runCeiling({ ...ceilingLoad, durationMs: durationSeconds * 1000, newKey: newKeys('ceiling') });
+        const ceiling = { ...load, cpuMicrosPerRequest: cpu.perOperation(load.ok + load.errors) };
+        const measured = await measureService(service, BIGTABLE_INSTANCE, caseName, count, emulatorPid);
         const ratio = {
           reqPerSec: round(measured.reqPerSec / ceiling.reqPerSec),
           p99: round(measured.latencyMs.p99 / ceiling.latencyMs.p99),
@@ -158,7 +167,8 @@ async function benchEmbedded(): Promise<void> {
 
 /** Starts `node dist/index.js` (the production build) on a free port. */
 function startService(store: string, vars: Record<string, string>): Promise<ServiceProcess> {
-  const flags = args.profile ? ['--cpu-prof', `--cpu-prof-dir=${profileDir(store)}`] : [];
+  const flags = args['node-flags'].split(' ').filter((flag) => flag !== '');
+  if (args.profile) flags.push('--cpu-prof', `--cpu-prof-dir=${profileDir(store)}`);
   if (args.profile) rmSync(profileDir(store), { recursive: true, force: true });
   return runService(cleanEnv({ PORT: '0', ...vars }), [process.execPath, ...flags, 'dist/index.js']);
 }
@@ -177,15 +187,18 @@ function profileDir(store: string): string {
   return join(ROOT, 'bench/results/profiles', store);
 }
 
-async function measureService(service: ServiceProcess, instance: string, caseName: CaseName, count: number) {
+async function measureService(service: ServiceProcess, instance: string, caseName: CaseName, count: number, emulatorPid?: number) {
   const baseUrl = service.baseUrl;
   if (warmupSeconds > 0) {
     await runHttpLoad({ baseUrl, instance, caseName, connections: count, durationSeconds: warmupSeconds, newKey: newKeys('warm') });
   }
-  const sampler = new RssSampler(service.process.pid ?? 0);
+  const pid = service.process.pid ?? 0;
+  const sampler = new RssSampler(pid);
+  const cpu = new CpuMeter({ loadGenerator: process.pid, service: pid, ...(emulatorPid === undefined ? {} : { emulator: emulatorPid }) });
   sampler.start();
+  cpu.start();
   const result = await runHttpLoad({ baseUrl, instance, caseName, connections: count, durationSeconds, newKey: newKeys('http') });
-  return { ...result, peakRssMb: sampler.stop() };
+  return { ...result, cpuMicrosPerRequest: cpu.perOperation(result.ok + result.errors), peakRssMb: sampler.stop() };
 }
 
 async function createTable(baseUrl: string, instance: string): Promise<void> {
@@ -248,6 +261,15 @@ function printRow(result: CaseResult): void {
       result.ratio === undefined ? '-' : fixed(result.ratio.reqPerSec),
       result.ratio === undefined ? '-' : fixed(result.ratio.p99),
     )}\n`,
+  );
+  const cpu = (load: Measured | undefined) => {
+    if (load === undefined) return '';
+    const parts = Object.entries(load.cpuMicrosPerRequest);
+    const total = parts.reduce((sum, [, micros]) => sum + micros, 0);
+    return `${parts.map(([name, micros]) => `${name} ${micros}`).join(' + ')} = ${total}`;
+  };
+  process.stdout.write(
+    `          CPU µs/request: ${result.ceiling === undefined ? '' : `ceiling ${cpu(result.ceiling)}; `}service ${cpu(service)}\n`,
   );
   for (const load of [result.ceiling, service]) {
     if (load?.firstError !== undefined) process.stdout.write(`          first error: ${load.firstError}\n`);
