@@ -1,0 +1,326 @@
+/**
+ * `npm run bench`: the service's throughput, latency and memory, next to the ceiling measured in
+ * the same run. See bench/README.md. Options:
+ *   --duration S      measured seconds per load (default 10)
+ *   --warmup S        unmeasured seconds before each load (default 2)
+ *   --cases LIST      read,insert,mix (default all)
+ *   --connections L   concurrent connections / callers (default 1,32,128)
+ *   --stores LIST     bigtable,embedded (default both)
+ *   --out FILE        where to write the JSON results (default bench/results/latest.json)
+ *   --profile         run the service with --cpu-prof and print its top functions by self time
+ *   --node-flags=F    extra Node flags for the service, e.g. --node-flags="--max-semi-space-size=4"
+ */
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { cpus, freemem, loadavg, release, tmpdir, totalmem } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { spawnEmulator } from '../test/support/emulator.ts';
+import { type ServiceProcess, cleanEnv, runService } from '../test/support/service-process.ts';
+import { dataClient, readRow, runCeiling, writeRow } from './ceiling.ts';
+import { insertRequest, readRequest, runHttpLoad } from './http-load.ts';
+import type { LoadResult } from './measure.ts';
+import { type SelfTime, formatSelfTime, topSelfTime } from './profile-summary.ts';
+import { CpuMeter, RssSampler } from './proc-stats.ts';
+import { CASES, CASE_LABELS, CELLS, type CaseName, FAMILY, PRELOADED_ROWS, TABLE, newKeys, preloadedKey } from './workload.ts';
+
+const ROOT = new URL('../', import.meta.url).pathname;
+const PROJECT = 'kvcrud-bench';
+const BIGTABLE_INSTANCE = 'bench-instance';
+const EMBEDDED_INSTANCE = 'local';
+/** The printed table's columns. */
+const COLUMNS = '%-9s %-7s %5s | %8s %7s %7s %7s %5s | %8s %7s %7s %7s %5s %6s | %6s %6s';
+
+const { values: args } = parseArgs({
+  options: {
+    duration: { type: 'string', default: '10' },
+    warmup: { type: 'string', default: '2' },
+    cases: { type: 'string', default: CASES.join(',') },
+    connections: { type: 'string', default: '1,32,128' },
+    stores: { type: 'string', default: 'bigtable,embedded' },
+    out: { type: 'string', default: 'bench/results/latest.json' },
+    profile: { type: 'boolean', default: false },
+    'node-flags': { type: 'string', default: '' },
+  },
+});
+const durationSeconds = positive(args.duration, 'duration');
+const warmupSeconds = Number(args.warmup);
+const cases = list(args.cases, CASES, 'cases');
+const connections = args.connections.split(',').map((text) => positive(text, 'connections'));
+const stores = list(args.stores, ['bigtable', 'embedded'] as const, 'stores');
+
+/** A load's figures and the CPU time each process involved spent per request (µs). */
+type Measured = LoadResult & { readonly cpuMicrosPerRequest: Record<string, number> };
+
+interface CaseResult {
+  readonly store: 'bigtable' | 'embedded';
+  readonly case: CaseName;
+  readonly operation: string;
+  readonly connections: number;
+  /** The low-level client in-process (Bigtable only). */
+  readonly ceiling?: Measured;
+  readonly service: Measured & { readonly peakRssMb: number };
+  /** service / ceiling: throughput, and p99 latency (lower is better). */
+  readonly ratio?: { readonly reqPerSec: number; readonly p99: number };
+  /** 1-minute load average when the case started: how busy the shared machine was. */
+  readonly loadAverage: number;
+}
+
+const machine = {
+  cpus: cpus().length,
+  cpuModel: cpus()[0]?.model ?? 'unknown',
+  memoryGb: Math.round(totalmem() / 2 ** 30),
+  freeMemoryGb: Math.round(freemem() / 2 ** 30),
+  kernel: release(),
+  node: process.version,
+  loadAverageAtStart: round(loadavg()[0] ?? 0),
+};
+const results: CaseResult[] = [];
+const profiles: Record<string, SelfTime[]> = {};
+
+process.stdout.write(
+  `kvcrud benchmark: ${machine.cpus} × ${machine.cpuModel}, ${machine.memoryGb} GB, Node ${machine.node}, ` +
+    `load average ${machine.loadAverageAtStart}\n${durationSeconds} s per load after ${warmupSeconds} s warm-up; ` +
+    `service: node ${args['node-flags']} ${args.profile ? '--cpu-prof ' : ''}dist/index.js`.replace(/  +/g, ' ') + '\n\n',
+);
+printHeader();
+
+const emulator = await spawnEmulator();
+const emulatorPid = emulator.process.pid ?? 0;
+try {
+  if (stores.includes('bigtable')) await benchBigtable(emulator.host);
+  if (stores.includes('embedded')) await benchEmbedded();
+} finally {
+  emulator.process.kill('SIGTERM');
+}
+
+const out = resolve(ROOT, args.out);
+mkdirSync(dirname(out), { recursive: true });
+const report = {
+  date: new Date().toISOString(),
+  command: `npm run bench -- ${process.argv.slice(2).join(' ')}`.trim(),
+  machine: { ...machine, loadAverageAtEnd: round(loadavg()[0] ?? 0) },
+  settings: { durationSeconds, warmupSeconds, preloadedRows: PRELOADED_ROWS, cells: CELLS.length, serviceNodeFlags: args['node-flags'] },
+  results,
+  ...(args.profile ? { profiles } : {}),
+};
+writeFileSync(out, `${JSON.stringify(report, null, 2)}\n`);
+printTargets();
+process.stdout.write(`\nresults: ${out}\n`);
+
+async function benchBigtable(emulatorHost: string): Promise<void> {
+  const service = await startService('bigtable', {
+    GOOGLE_CLOUD_PROJECT: PROJECT,
+    INSTANCE_IDS: BIGTABLE_INSTANCE,
+    BIGTABLE_EMULATOR_HOST: emulatorHost,
+  });
+  const client = dataClient(PROJECT, emulatorHost);
+  const tableName = `projects/${PROJECT}/instances/${BIGTABLE_INSTANCE}/tables/${TABLE}`;
+  try {
+    await createTable(service.baseUrl, BIGTABLE_INSTANCE);
+    await inBatches(PRELOADED_ROWS, 50, (index) => writeRow(client, tableName, preloadedKey(index)));
+    const cells = await readRow(client, tableName, preloadedKey(0));
+    if (cells !== CELLS.length) throw new Error(`the ceiling read ${cells} cells of a preloaded row, expected ${CELLS.length}`);
+    await checkService(service.baseUrl, BIGTABLE_INSTANCE);
+
+    for (const caseName of cases) {
+      for (const count of connections) {
+        const loadAverage = round(loadavg()[0] ?? 0);
+        const ceilingLoad = { client, tableName, caseName, connections: count };
+        if (warmupSeconds > 0) await runCeiling({ ...ceilingLoad, durationMs: warmupSeconds * 1000, newKey: newKeys('warm') });
+        const cpu = new CpuMeter({ client: process.pid, emulator: emulatorPid });
+        cpu.start();
+        const load = await runCeiling({ ...ceilingLoad, durationMs: durationSeconds * 1000, newKey: newKeys('ceiling') });
+        const ceiling = { ...load, cpuMicrosPerRequest: cpu.perOperation(load.ok + load.errors) };
+        const measured = await measureService(service, BIGTABLE_INSTANCE, caseName, count, emulatorPid);
+        const ratio = {
+          reqPerSec: round(measured.reqPerSec / ceiling.reqPerSec),
+          p99: round(measured.latencyMs.p99 / ceiling.latencyMs.p99),
+        };
+        record({ store: 'bigtable', case: caseName, operation: CASE_LABELS[caseName], connections: count, ceiling, service: measured, ratio, loadAverage });
+      }
+    }
+  } finally {
+    await client.close();
+    await stopService(service, 'bigtable');
+  }
+}
+
+async function benchEmbedded(): Promise<void> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'kvcrud-bench-'));
+  const service = await startService('embedded', { DATA_STORE: 'embedded', DATA_DIR: dataDir, INSTANCE_IDS: EMBEDDED_INSTANCE });
+  try {
+    await createTable(service.baseUrl, EMBEDDED_INSTANCE);
+    await inBatches(PRELOADED_ROWS, 50, (index) => send(service.baseUrl, insertRequest(EMBEDDED_INSTANCE, preloadedKey(index))));
+    await checkService(service.baseUrl, EMBEDDED_INSTANCE);
+    for (const caseName of cases) {
+      for (const count of connections) {
+        const loadAverage = round(loadavg()[0] ?? 0);
+        const measured = await measureService(service, EMBEDDED_INSTANCE, caseName, count);
+        record({ store: 'embedded', case: caseName, operation: CASE_LABELS[caseName], connections: count, service: measured, loadAverage });
+      }
+    }
+  } finally {
+    await stopService(service, 'embedded');
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+/** Starts `node dist/index.js` (the production build) on a free port. */
+function startService(store: string, vars: Record<string, string>): Promise<ServiceProcess> {
+  const flags = args['node-flags'].split(' ').filter((flag) => flag !== '');
+  if (args.profile) flags.push('--cpu-prof', `--cpu-prof-dir=${profileDir(store)}`);
+  if (args.profile) rmSync(profileDir(store), { recursive: true, force: true });
+  return runService(cleanEnv({ PORT: '0', ...vars }), [process.execPath, ...flags, 'dist/index.js']);
+}
+
+async function stopService(service: ServiceProcess, store: string): Promise<void> {
+  const code = await service.stop('SIGTERM');
+  if (code !== 0) process.stderr.write(`the ${store} service exited with ${code}:\n${service.output.slice(-20).join('\n')}\n`);
+  if (!args.profile) return;
+  const file = readdirSync(profileDir(store)).find((name) => name.endsWith('.cpuprofile'));
+  if (file === undefined) return;
+  profiles[store] = topSelfTime(join(profileDir(store), file), 20);
+  process.stdout.write(`\n${store} service, top self time (${join(profileDir(store), file)}):\n${formatSelfTime(profiles[store])}\n\n`);
+}
+
+function profileDir(store: string): string {
+  return join(ROOT, 'bench/results/profiles', store);
+}
+
+async function measureService(service: ServiceProcess, instance: string, caseName: CaseName, count: number, emulatorPid?: number) {
+  const baseUrl = service.baseUrl;
+  if (warmupSeconds > 0) {
+    await runHttpLoad({ baseUrl, instance, caseName, connections: count, durationSeconds: warmupSeconds, newKey: newKeys('warm') });
+  }
+  const pid = service.process.pid ?? 0;
+  const sampler = new RssSampler(pid);
+  const cpu = new CpuMeter({ loadGenerator: process.pid, service: pid, ...(emulatorPid === undefined ? {} : { emulator: emulatorPid }) });
+  sampler.start();
+  cpu.start();
+  const result = await runHttpLoad({ baseUrl, instance, caseName, connections: count, durationSeconds, newKey: newKeys('http') });
+  return { ...result, cpuMicrosPerRequest: cpu.perOperation(result.ok + result.errors), peakRssMb: sampler.stop() };
+}
+
+async function createTable(baseUrl: string, instance: string): Promise<void> {
+  const response = await fetch(`${baseUrl}/v1/${instance}/createTable`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ tableName: TABLE, columnFamily: FAMILY }),
+  });
+  if (response.status !== 201) throw new Error(`createTable answered ${response.status}: ${await response.text()}`);
+}
+
+/** One request as the load generator sends it; throws unless the service answers 2xx. */
+async function send(baseUrl: string, request: { method: string; path: string; headers?: Record<string, string>; body?: string }) {
+  const response = await fetch(`${baseUrl}${request.path}`, request);
+  const body = await response.text();
+  if (!response.ok) throw new Error(`${request.method} ${request.path} answered ${response.status}: ${body}`);
+  return JSON.parse(body) as { data?: unknown[] };
+}
+
+/** Before measuring anything: the service reads a preloaded row whole, and writes a new one. */
+async function checkService(baseUrl: string, instance: string): Promise<void> {
+  const row = await send(baseUrl, readRequest(instance, preloadedKey(0)));
+  if (row.data?.length !== CELLS.length) throw new Error(`readCellData returned ${row.data?.length} cells, expected ${CELLS.length}`);
+  await send(baseUrl, insertRequest(instance, newKeys('check')()));
+}
+
+async function inBatches(total: number, batch: number, task: (index: number) => Promise<unknown>): Promise<void> {
+  for (let start = 0; start < total; start += batch) {
+    await Promise.all(Array.from({ length: Math.min(batch, total - start) }, (_, offset) => task(start + offset)));
+  }
+}
+
+function record(result: CaseResult): void {
+  results.push(result);
+  printRow(result);
+}
+
+function printHeader(): void {
+  process.stdout.write(
+    `${format(COLUMNS, '', '', '', 'ceiling', '', '', '', '', 'service', '', '', '', '', '', 'ratio', '')}\n` +
+      `${format(COLUMNS, 'store', 'case', 'conns', 'req/s', 'p50 ms', 'p99 ms', 'max ms', 'err', 'req/s', 'p50 ms', 'p99 ms', 'max ms', 'err', 'RSS MB', 'req/s', 'p99')}\n`,
+  );
+}
+
+function printRow(result: CaseResult): void {
+  const figures = (load: LoadResult | undefined) =>
+    load === undefined
+      ? ['-', '-', '-', '-', '-']
+      : [String(load.reqPerSec), fixed(load.latencyMs.p50), fixed(load.latencyMs.p99), fixed(load.latencyMs.max), String(load.errors)];
+  const service = result.service;
+  process.stdout.write(
+    `${format(
+      COLUMNS,
+      result.store,
+      result.case,
+      String(result.connections),
+      ...figures(result.ceiling),
+      ...figures(service),
+      String(service.peakRssMb),
+      result.ratio === undefined ? '-' : fixed(result.ratio.reqPerSec),
+      result.ratio === undefined ? '-' : fixed(result.ratio.p99),
+    )}\n`,
+  );
+  const cpu = (load: Measured | undefined) => {
+    if (load === undefined) return '';
+    const parts = Object.entries(load.cpuMicrosPerRequest);
+    const total = parts.reduce((sum, [, micros]) => sum + micros, 0);
+    return `${parts.map(([name, micros]) => `${name} ${micros}`).join(' + ')} = ${total}`;
+  };
+  process.stdout.write(
+    `          CPU µs/request: ${result.ceiling === undefined ? '' : `ceiling ${cpu(result.ceiling)}; `}service ${cpu(service)}\n`,
+  );
+  for (const load of [result.ceiling, service]) {
+    if (load?.firstError !== undefined) process.stdout.write(`          first error: ${load.firstError}\n`);
+  }
+}
+
+/** The issue's targets, checked against this run's figures at 32 connections. */
+function printTargets(): void {
+  const at32 = (store: string, caseName: CaseName) => results.find((r) => r.store === store && r.case === caseName && r.connections === 32);
+  const lines: string[] = [];
+  const check = (label: string, value: number | undefined, ok: (value: number) => boolean, unit = '') => {
+    if (value === undefined) return;
+    lines.push(`  ${ok(value) ? 'met    ' : 'MISSED '} ${label}: ${value}${unit}`);
+  };
+  for (const [caseName, what] of [['read', 'reads'], ['insert', 'writes']] as const) {
+    const result = at32('bigtable', caseName);
+    check(`bigtable ${CASE_LABELS[caseName]} ≥ 0.7 × the ceiling's ${what}/s at 32`, result?.ratio?.reqPerSec, (v) => v >= 0.7);
+    check(`bigtable ${CASE_LABELS[caseName]} p99 ≤ 3 × the ceiling's p99 at 32`, result?.ratio?.p99, (v) => v <= 3);
+    check(`bigtable ${CASE_LABELS[caseName]} peak RSS ≤ 250 MB at 32`, result?.service.peakRssMb, (v) => v <= 250, ' MB');
+  }
+  check('embedded readCellData ≥ 5,000 req/s at 32', at32('embedded', 'read')?.service.reqPerSec, (v) => v >= 5000);
+  check('embedded insertData ≥ 2,000 durable writes/s at 32', at32('embedded', 'insert')?.service.reqPerSec, (v) => v >= 2000);
+  const peak = Math.max(0, ...results.map((r) => r.service.peakRssMb));
+  if (lines.length > 0) process.stdout.write(`\ntargets (issue 7), this run:\n${lines.join('\n')}\n  peak service RSS over all loads: ${peak} MB\n`);
+}
+
+function format(template: string, ...values: string[]): string {
+  let index = 0;
+  return template.replace(/%(-?)(\d+)s/g, (_, left: string, width: string) => {
+    const value = values[index++] ?? '';
+    return left === '-' ? value.padEnd(Number(width)) : value.padStart(Number(width));
+  });
+}
+
+function fixed(value: number): string {
+  return value.toFixed(2);
+}
+
+function round(value: number): number {
+  return Math.round(value * 100) / 100;
+}
+
+function positive(text: string, name: string): number {
+  const value = Number(text);
+  if (!(value > 0)) throw new Error(`--${name} must be a positive number, got "${text}"`);
+  return value;
+}
+
+function list<T extends string>(text: string, allowed: readonly T[], name: string): T[] {
+  const items = text.split(',').map((item) => item.trim());
+  const unknown = items.filter((item) => !(allowed as readonly string[]).includes(item));
+  if (unknown.length > 0) throw new Error(`--${name}: unknown ${unknown.join(', ')}; choose from ${allowed.join(', ')}`);
+  return items as T[];
+}

@@ -1,0 +1,55 @@
+/**
+ * What the benchmark asks for, shared by the ceiling (gRPC, in-process) and the service (HTTP), so
+ * both do the same work: read an existing row of two cells, write a new row of two cells, or a mix.
+ */
+import { randomBytes } from 'node:crypto';
+
+export const CASES = ['read', 'insert', 'mix'] as const;
+export type CaseName = (typeof CASES)[number];
+
+/** The v1 operation each case exercises, for the printed table. */
+export const CASE_LABELS: Record<CaseName, string> = {
+  read: 'readCellData',
+  insert: 'insertData',
+  mix: '90% read / 10% insert',
+};
+
+export const TABLE = 'bench';
+export const FAMILY = 'cf';
+/** Rows written before the run, for reads to pick from. */
+export const PRELOADED_ROWS = 1000;
+/** Share of reads in the mixed case. */
+export const MIX_READ_SHARE = 0.9;
+
+/** The two cells of every row: a short status and a 100-byte text, as a typical small record. */
+export const CELLS = [
+  { columnName: 'status', columnValue: 'shipped' },
+  { columnName: 'note', columnValue: 'x'.repeat(100) },
+] as const;
+
+/** The key of the i-th preloaded row. */
+export function preloadedKey(index: number): string {
+  return `order#${String(index).padStart(6, '0')}`;
+}
+
+/** A preloaded row's key, chosen uniformly. */
+export function randomExistingKey(): string {
+  return preloadedKey(Math.floor(Math.random() * PRELOADED_ROWS));
+}
+
+/**
+ * newKeys makes keys never written before: a prefix unique to the run and the load (`tag`), then a
+ * counter. Every insert of the benchmark creates a row.
+ */
+export function newKeys(tag: string): () => string {
+  const prefix = `new#${randomBytes(4).toString('hex')}#${tag}#`;
+  let counter = 0;
+  return () => `${prefix}${counter++}`;
+}
+
+/** Whether the next request of a case is a read. */
+export function nextIsRead(name: CaseName): boolean {
+  if (name === 'read') return true;
+  if (name === 'insert') return false;
+  return Math.random() < MIX_READ_SHARE;
+}
