@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { CONFIG_VARIABLES, loadConfig } from '../../src/config.ts';
-import { ciValuesFiles, container, environment, helmBinary, type Manifest, only, render } from '../support/helm.ts';
+import { ciValuesFiles, container, environment, helmBinary, type Manifest, only, render, serviceConfigMap } from '../support/helm.ts';
 
 const CREDENTIALS_DIR = '/var/run/secrets/kvcrud/gcp';
 const PACKAGE_FILE = new URL('../../package.json', import.meta.url).pathname;
@@ -21,28 +21,51 @@ describe('the Helm chart maps values to the service configuration', function () 
   it('passes the project, the instances and the limits to the service', async () => {
     const manifests = await render(helm, {
       valuesFiles: ['ci/default-values.yaml'],
-      set: { 'bigtable.instanceIds': ['orders-prod', 'users-prod'], config: { maxBodyBytes: 2048, storeTimeoutMs: 750 }, 'shutdown.timeoutMs': 12_000 },
+      set: {
+        'bigtable.instanceIds': ['orders-prod', 'users-prod'],
+        config: { maxBodyBytes: 2048, storeTimeoutMs: 750, maxInflight: 64, rateLimitPerSecond: 20 },
+        'shutdown.timeoutMs': 12_000,
+      },
     });
-    expect(only(manifests, 'ConfigMap')['data']).to.deep.equal({
+    expect(serviceConfigMap(manifests)['data']).to.deep.equal({
       DATA_STORE: 'bigtable',
       PORT: '8080',
       GOOGLE_CLOUD_PROJECT: 'my-project',
       INSTANCE_IDS: 'orders-prod,users-prod',
       MAX_BODY_BYTES: '2048',
       STORE_TIMEOUT_MS: '750',
+      MAX_INFLIGHT: '64',
+      RATE_LIMIT_PER_SECOND: '20',
       SHUTDOWN_TIMEOUT_MS: '12000',
+      AUTH_MODE: 'apikey',
+      AUTH_PROTECT_DOCS: 'false',
+      AUTH_API_KEYS_FILE: '/etc/kvcrud/api-keys/keys.json',
     });
     expect(container(manifests)['envFrom']).to.deep.equal([{ configMapRef: { name: 'kvcrud' } }]);
     // The service itself accepts what the chart gives it.
     const config = loadConfig(environment(manifests));
-    expect(config).to.deep.include({ port: 8080, maxBodyBytes: 2048, storeTimeoutMs: 750, shutdownTimeoutMs: 12_000, instanceIds: ['orders-prod', 'users-prod'] });
+    expect(config).to.deep.include({
+      port: 8080,
+      maxBodyBytes: 2048,
+      storeTimeoutMs: 750,
+      maxInflight: 64,
+      rateLimitPerSecond: 20,
+      shutdownTimeoutMs: 12_000,
+      instanceIds: ['orders-prod', 'users-prod'],
+    });
     expect(config.store).to.deep.equal({ type: 'bigtable', projectId: 'my-project' });
+  });
+
+  it('lets each pod take 256 requests at once, with no rate limit, by default (MAX_INFLIGHT, RATE_LIMIT_PER_SECOND)', async () => {
+    const manifests = await render(helm, { valuesFiles: ['ci/default-values.yaml'] });
+    expect(environment(manifests)).to.include({ MAX_INFLIGHT: '256' }).and.not.have.property('RATE_LIMIT_PER_SECOND');
+    expect(loadConfig(environment(manifests))).to.deep.include({ maxInflight: 256, rateLimitPerSecond: undefined });
   });
 
   it('sets only variables the service reads', async () => {
     for (const valuesFile of ciValuesFiles()) {
       const manifests = await render(helm, { valuesFiles: [valuesFile] });
-      const chartOwn = Object.keys(only(manifests, 'ConfigMap')['data'] as object);
+      const chartOwn = Object.keys(serviceConfigMap(manifests)['data'] as object);
       expect(CONFIG_VARIABLES, valuesFile).to.include.members(chartOwn);
     }
   });
@@ -80,13 +103,14 @@ describe('the Helm chart maps values to the service configuration', function () 
     expect(serviceAccount['metadata'].annotations).to.deep.equal({ 'iam.gke.io/gcp-service-account': 'kvcrud@my-project.iam.gserviceaccount.com' });
     expect(only(manifests, 'Deployment')['spec'].template.spec.serviceAccountName).to.equal(serviceAccount['metadata'].name);
     expect(environment(manifests)).to.not.have.property('GOOGLE_APPLICATION_CREDENTIALS');
-    expect(volumes(manifests).map((volume) => volume['name'])).to.deep.equal(['tmp']);
-    expect(manifests.map((manifest) => manifest['kind'])).to.not.include('Secret');
+    expect(volumes(manifests).map((volume) => volume['name'])).to.not.include('gcp-credentials');
+    // The only Secret is the API keys file of the default auth.mode.
+    expect(manifests.filter((manifest) => manifest['kind'] === 'Secret').map((secret) => secret['metadata'].name)).to.deep.equal(['kvcrud-api-keys']);
   });
 
   it('runs the embedded store as one pod, replaced not rolled, with its data on a kept PersistentVolumeClaim', async () => {
     const manifests = await render(helm, { valuesFiles: ['ci/embedded-values.yaml'] });
-    expect(only(manifests, 'ConfigMap')['data']).to.deep.equal({
+    expect(serviceConfigMap(manifests)['data']).to.deep.include({
       DATA_STORE: 'embedded',
       DATA_DIR: '/var/lib/kvcrud',
       INSTANCE_IDS: 'local-data',

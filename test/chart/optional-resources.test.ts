@@ -13,7 +13,8 @@ describe('the Helm chart optional resources', function () {
 
   it('are all off by default', async () => {
     const kinds = (await render(helm, { valuesFiles: ['ci/default-values.yaml'] })).map((manifest) => manifest['kind']).sort();
-    expect(kinds).to.deep.equal(['ConfigMap', 'Deployment', 'Service', 'ServiceAccount']);
+    // The Secret is the API keys file of the default auth.mode (apikey), not an optional resource.
+    expect(kinds).to.deep.equal(['ConfigMap', 'Deployment', 'Secret', 'Service', 'ServiceAccount']);
   });
 
   it('autoscale on CPU and memory, leaving the replica count to the autoscaler', () => {

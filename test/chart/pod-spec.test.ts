@@ -1,7 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { expect } from 'chai';
 import { DockerfileParser } from 'dockerfile-ast';
-import { ciValuesFiles, container, environment, helmBinary, only, render } from '../support/helm.ts';
+import { parse } from 'yaml';
+import { CHART_DIR, ciValuesFiles, container, environment, helmBinary, only, render } from '../support/helm.ts';
 
 /** The USER of the image's last stage, as uid and gid. */
 function imageUser(): { uid: number; gid: number } {
@@ -36,7 +37,9 @@ describe('the Helm chart pod spec', function () {
         capabilities: { drop: ['ALL'] },
         seccompProfile: { type: 'RuntimeDefault' },
       });
-      expect(pod.automountServiceAccountToken).to.equal(false);
+      // No Kubernetes API token, unless the variant fetches the API server's signing keys with it.
+      const values = parse(readFileSync(`${CHART_DIR}${valuesFile}`, 'utf8')) as { auth?: { oidc?: { inCluster?: boolean } } };
+      expect(pod.automountServiceAccountToken).to.equal(values.auth?.oidc?.inCluster === true);
       expect(pod.hostNetwork ?? false).to.equal(false);
       // The read-only root still leaves the service a scratch /tmp.
       expect(container(manifests)['volumeMounts']).to.deep.include({ name: 'tmp', mountPath: '/tmp' });

@@ -75,6 +75,54 @@ describe('the Helm chart refuses invalid values', function () {
       set: { podDisruptionBudget: { enabled: true, minAvailable: 1, maxUnavailable: 1 } },
       problems: [/^podDisruptionBudget needs exactly one of minAvailable and maxUnavailable/],
     },
+    {
+      name: 'an unknown authentication mode, a repeated one, and none with another',
+      valuesFiles: ['ci/default-values.yaml'],
+      set: { 'auth.mode': 'none, apikey,apikey,ldap' },
+      problems: [/^auth\.mode entry "ldap" is not one of none, apikey, oidc$/, /^auth\.mode lists a mode more than once$/, /^auth\.mode cannot combine none with other modes$/],
+    },
+    {
+      name: 'oidc without an issuer or an audience',
+      valuesFiles: ['ci/default-values.yaml'],
+      set: { 'auth.mode': 'oidc', 'auth.oidc.audience': '' },
+      problems: [/^auth\.oidc\.issuer is required with auth\.mode oidc/, /^auth\.oidc\.audience is required with auth\.mode oidc/],
+    },
+    {
+      name: 'protected docs with no authentication',
+      valuesFiles: ['ci/default-values.yaml'],
+      set: { auth: { mode: 'none', protectDocs: true } },
+      problems: [/^auth\.protectDocs needs auth\.mode apikey or oidc/],
+    },
+    {
+      name: 'API keys and OIDC settings of modes that are off, since they would protect nothing',
+      valuesFiles: ['ci/auth-oidc-gke-values.yaml'],
+      set: { 'auth.mode': 'none' },
+      problems: [/^auth\.apiKeys is set but auth\.mode does not include apikey$/, /^auth\.oidc is set but auth\.mode does not include oidc$/],
+    },
+    {
+      name: 'keys in the values and a Secret of keys at once',
+      valuesFiles: ['ci/auth-api-keys-values.yaml'],
+      set: { 'auth.apiKeys.existingSecret': 'my-keys' },
+      problems: [/^auth\.apiKeys\.keys is never used with auth\.apiKeys\.existingSecret set/],
+    },
+    {
+      name: 'grants in the values and a ConfigMap of grants at once',
+      valuesFiles: ['ci/auth-oidc-in-cluster-values.yaml'],
+      set: { 'auth.oidc.existingConfigMap': 'my-grants' },
+      problems: [/^auth\.oidc\.grants is never used with auth\.oidc\.existingConfigMap set/],
+    },
+    {
+      name: 'two keys with one name, and two with one digest in other cases, which the service would refuse at start',
+      valuesFiles: ['ci/default-values.yaml'],
+      set: {
+        'auth.apiKeys.keys': [
+          { name: 'a', sha256: 'ab'.repeat(32), role: 'reader', instances: ['*'] },
+          { name: 'a', sha256: 'cd'.repeat(32), role: 'reader', instances: ['*'] },
+          { name: 'b', sha256: 'AB'.repeat(32), role: 'reader', instances: ['*'] },
+        ],
+      },
+      problems: [/^auth\.apiKeys\.keys repeats a name/, /^auth\.apiKeys\.keys repeats a sha256/],
+    },
   ];
 
   for (const { name, valuesFiles, set, problems } of cases) {
@@ -113,6 +161,37 @@ describe('the Helm chart refuses invalid values', function () {
     expect(result.stderr).to.match(/additional properties 'timeout' not allowed/);
   });
 
+  it('checks API keys, grants and the auth settings with values.schema.json', async () => {
+    const result = await template(helm, {
+      valuesFiles: ['ci/default-values.yaml'],
+      set: {
+        'auth.mode': 'API keys',
+        'auth.apiKeys.keys': [{ name: 'orders svc', sha256: 'not-a-digest', role: 'owner', instances: [], key: 'plaintext' }],
+        'auth.oidc.issuer': 'http://issuer.example.com',
+        'auth.oidc.grants': [{ subject: 'a', email: 'a@example.com', role: 'reader', instances: ['*'] }, { role: 'reader', instances: ['*'] }],
+        'config.maxInflight': 0,
+        'config.rateLimitPerSecond': -1,
+      },
+    });
+    expect(result.code).to.not.equal(0);
+    expect(result.stderr).to.contain("values don't meet the specifications of the schema");
+    for (const path of [
+      '/auth/mode',
+      '/auth/apiKeys/keys/0/name',
+      '/auth/apiKeys/keys/0/sha256',
+      '/auth/apiKeys/keys/0/role',
+      '/auth/apiKeys/keys/0/instances',
+      '/auth/oidc/issuer',
+      '/auth/oidc/grants/0',
+      '/auth/oidc/grants/1',
+      '/config/maxInflight',
+      '/config/rateLimitPerSecond',
+    ]) {
+      expect(result.stderr, path).to.contain(`at '${path}'`);
+    }
+    expect(result.stderr).to.match(/additional properties 'key' not allowed/);
+  });
+
   describe('NOTES.txt', () => {
     it('says how Bigtable is reached and what Workload Identity still needs', async () => {
       const text = await notes(helm, { valuesFiles: ['ci/workload-identity-values.yaml'] });
@@ -123,7 +202,9 @@ describe('the Helm chart refuses invalid values', function () {
 
     it('warns that the embedded store without persistence loses its data', async () => {
       expect(await notes(helm, { set: { dataStore: 'embedded' } })).to.contain('WARNING: embedded.persistence.enabled is false');
-      expect(await notes(helm, { valuesFiles: ['ci/embedded-values.yaml'] })).to.contain('on the PersistentVolumeClaim kvcrud-data.').and.not.contain('WARNING');
+      expect(await notes(helm, { valuesFiles: ['ci/embedded-values.yaml'] }))
+        .to.contain('on the PersistentVolumeClaim kvcrud-data.')
+        .and.not.contain('WARNING: embedded.persistence');
     });
   });
 });

@@ -43,14 +43,16 @@ function documentedValues(): Map<string, string> {
   return new Map([...CHART_README.matchAll(/^\| `([A-Za-z.]+)` \| ([^|]+) \|/gm)].map(([, path = '', cell = '']) => [path, cell.trim()]));
 }
 
-/** Each `helm install` command of a README, joined across its continuation lines. */
+/**
+ * Each `helm install` command of a README, joined across its continuation lines, after the
+ * variables its block sets first (e.g. `DIGEST=$(...)`), so it runs as a reader would run it.
+ */
 function helmInstallCommands(readme: string): string[] {
-  return [...readme.matchAll(/```sh\n([\s\S]*?)```/g)].flatMap(([, block = '']) =>
-    block
-      .replace(/\\\n\s*/g, ' ')
-      .split('\n')
-      .filter((line) => line.startsWith('helm install ')),
-  );
+  return [...readme.matchAll(/```sh\n([\s\S]*?)```/g)].flatMap(([, block = '']) => {
+    const lines = block.replace(/\\\n\s*/g, ' ').split('\n');
+    const variables = lines.filter((line) => /^[A-Z_]+=/.test(line));
+    return lines.filter((line) => line.startsWith('helm install ')).map((line) => [...variables, line].join('\n'));
+  });
 }
 
 describe('the Helm chart documentation', () => {
@@ -93,7 +95,7 @@ describe('the Helm chart documentation', () => {
         expect(commands, readme).to.not.deep.equal([]);
         for (const command of commands) {
           // The same arguments through `helm template`, which needs no cluster; the chart path is the repository's.
-          const script = command.replace(/^helm install /, 'exec "$HELM" template ').replace(' --create-namespace', '').replace(' charts/kvcrud ', ` ${CHART_DIR} `);
+          const script = command.replace(/^helm install /m, 'exec "$HELM" template ').replace(' --create-namespace', '').replace(' charts/kvcrud ', ` ${CHART_DIR} `);
           const result = await runHelm('bash', ['-c', script.replace('"$HELM"', `'${helm}'`)]);
           expect(result.code, `${command}\n${result.stderr}`).to.equal(0);
           expect(result.stdout, command).to.contain('kind: Deployment');

@@ -107,6 +107,8 @@ describe('skaffold.yaml', function () {
       const config = loadConfig(environment(manifests));
       expect(config.store).to.deep.equal({ type: 'bigtable', projectId: 'my-project' });
       expect(config.instanceIds).to.deep.equal(['my-instance']);
+      // The chart's default: API keys, so a deployment to a real cluster is never open.
+      expect(config.auth.modes).to.deep.equal(['apikey']);
     });
   });
 
@@ -141,6 +143,8 @@ describe('skaffold.yaml', function () {
       const config = loadConfig(env);
       expect(config.store).to.include({ type: 'bigtable', emulatorHost: env['BIGTABLE_EMULATOR_HOST'] });
       expect(config.instanceIds.length).to.be.at.least(1);
+      // The throwaway dev cluster answers plain curl: no authentication.
+      expect(config.auth.modes).to.deep.equal([]);
     });
   });
 });

@@ -108,11 +108,18 @@ export function container(manifests: readonly Manifest[]): Manifest {
   return only(manifests, 'Deployment')['spec'].template.spec.containers[0] as Manifest;
 }
 
+/** The ConfigMap the container takes its environment from (envFrom), not e.g. the grants file's. */
+export function serviceConfigMap(manifests: readonly Manifest[]): Manifest {
+  const envFrom = (container(manifests)['envFrom'] ?? []) as Array<{ configMapRef?: { name: string } }>;
+  const [name, ...more] = envFrom.flatMap((source) => (source.configMapRef ? [source.configMapRef.name] : []));
+  if (name === undefined || more.length > 0) throw new Error(`expected envFrom to name one ConfigMap, found ${JSON.stringify(envFrom)}`);
+  return only(manifests, 'ConfigMap', name);
+}
+
 /** The service's environment: the ConfigMap the container reads, then its own env entries. */
 export function environment(manifests: readonly Manifest[]): Record<string, string> {
-  const configMap = only(manifests, 'ConfigMap');
   const env = (container(manifests)['env'] ?? []) as Array<{ name: string; value?: string }>;
-  return { ...(configMap['data'] as Record<string, string>), ...Object.fromEntries(env.map((entry) => [entry.name, entry.value ?? '<valueFrom>'])) };
+  return { ...(serviceConfigMap(manifests)['data'] as Record<string, string>), ...Object.fromEntries(env.map((entry) => [entry.name, entry.value ?? '<valueFrom>'])) };
 }
 
 // Kubernetes' rules for object names (DNS-1123 subdomain; Services and most others: a label) and

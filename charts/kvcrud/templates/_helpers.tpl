@@ -119,3 +119,80 @@ in-flight requests (SHUTDOWN_TIMEOUT_MS, rounded up) and 5 s to close the store 
 {{- define "kvcrud.terminationGracePeriodSeconds" -}}
 {{- add .Values.shutdown.preStopSleepSeconds (div (add .Values.shutdown.timeoutMs 999) 1000) 5 }}
 {{- end }}
+
+{{/*
+kvcrud.authModes is the AUTH_MODE value: auth.mode's entries, trimmed, comma-separated.
+*/}}
+{{- define "kvcrud.authModes" -}}
+{{- $modes := list }}
+{{- range splitList "," .Values.auth.mode }}
+{{- $modes = append $modes (trim .) }}
+{{- end }}
+{{- join "," $modes }}
+{{- end }}
+
+{{/*
+kvcrud.apiKeysOn is "true" when auth.mode includes apikey.
+*/}}
+{{- define "kvcrud.apiKeysOn" -}}
+{{- if has "apikey" (splitList "," (include "kvcrud.authModes" .)) }}true{{ end }}
+{{- end }}
+
+{{/*
+kvcrud.oidcOn is "true" when auth.mode includes oidc.
+*/}}
+{{- define "kvcrud.oidcOn" -}}
+{{- if has "oidc" (splitList "," (include "kvcrud.authModes" .)) }}true{{ end }}
+{{- end }}
+
+{{/*
+kvcrud.apiKeysSecretName is the Secret with the keys file: auth.apiKeys.existingSecret, or the
+one the chart makes.
+*/}}
+{{- define "kvcrud.apiKeysSecretName" -}}
+{{- .Values.auth.apiKeys.existingSecret | default (printf "%s-api-keys" (include "kvcrud.fullname" .) | trunc 63 | trimSuffix "-") }}
+{{- end }}
+
+{{/*
+kvcrud.oidcGrantsConfigMapName is the ConfigMap with the grants file: auth.oidc.existingConfigMap,
+or the one the chart makes.
+*/}}
+{{- define "kvcrud.oidcGrantsConfigMapName" -}}
+{{- .Values.auth.oidc.existingConfigMap | default (printf "%s-oidc-grants" (include "kvcrud.fullname" .) | trunc 63 | trimSuffix "-") }}
+{{- end }}
+
+{{/*
+kvcrud.apiKeysDir and kvcrud.oidcGrantsDir are where the keys Secret and the grants ConfigMap are
+mounted, as whole directories: the kubelet updates such a volume when its object changes (a
+subPath mount never is), and the service re-reads the file every 2 s.
+*/}}
+{{- define "kvcrud.apiKeysDir" -}}
+/etc/kvcrud/api-keys
+{{- end }}
+
+{{- define "kvcrud.oidcGrantsDir" -}}
+/etc/kvcrud/oidc-grants
+{{- end }}
+
+{{/*
+kvcrud.serviceAccountTokenDir is where Kubernetes mounts the pod's API token and the cluster CA
+(automountServiceAccountToken), used by auth.oidc.inCluster.
+*/}}
+{{- define "kvcrud.serviceAccountTokenDir" -}}
+/var/run/secrets/kubernetes.io/serviceaccount
+{{- end }}
+
+{{/*
+kvcrud.inClusterJwksUri is where the API server serves its service-account signing keys.
+*/}}
+{{- define "kvcrud.inClusterJwksUri" -}}
+https://kubernetes.default.svc/openid/v1/jwks
+{{- end }}
+
+{{/*
+kvcrud.oidcInCluster is "true" when the cluster's own service-account issuer is trusted
+(auth.oidc.inCluster with mode oidc).
+*/}}
+{{- define "kvcrud.oidcInCluster" -}}
+{{- if and (include "kvcrud.oidcOn" .) .Values.auth.oidc.inCluster }}true{{ end }}
+{{- end }}

@@ -50,6 +50,62 @@ fails once, listing every problem, so one `helm install` tells the whole story.
     {{- $problems = append $problems "podDisruptionBudget needs exactly one of minAvailable and maxUnavailable (set the other to \"\")" }}
   {{- end }}
 {{- end }}
+{{- /* auth: the service's own rules (src/config.ts), and values of a mode that is off are refused
+rather than ignored, since whoever set them believes they protect the service. */}}
+{{- $auth := $v.auth }}
+{{- $modes := splitList "," (include "kvcrud.authModes" .) }}
+{{- range $modes }}
+  {{- if not (has . (list "none" "apikey" "oidc")) }}
+    {{- $problems = append $problems (printf "auth.mode entry %q is not one of none, apikey, oidc" .) }}
+  {{- end }}
+{{- end }}
+{{- if ne (len $modes) (len (uniq $modes)) }}
+  {{- $problems = append $problems "auth.mode lists a mode more than once" }}
+{{- end }}
+{{- if and (has "none" $modes) (gt (len $modes) 1) }}
+  {{- $problems = append $problems "auth.mode cannot combine none with other modes" }}
+{{- end }}
+{{- $apiKeys := include "kvcrud.apiKeysOn" . }}
+{{- $oidc := include "kvcrud.oidcOn" . }}
+{{- if and $auth.protectDocs (not (or $apiKeys $oidc)) }}
+  {{- $problems = append $problems "auth.protectDocs needs auth.mode apikey or oidc (with none there is no credential to ask for)" }}
+{{- end }}
+{{- if $apiKeys }}
+  {{- if and $auth.apiKeys.existingSecret $auth.apiKeys.keys }}
+    {{- $problems = append $problems "auth.apiKeys.keys is never used with auth.apiKeys.existingSecret set: put the keys in that Secret, or leave existingSecret empty" }}
+  {{- end }}
+  {{- $names := list }}
+  {{- $digests := list }}
+  {{- range $auth.apiKeys.keys }}
+    {{- $names = append $names .name }}
+    {{- $digests = append $digests (lower .sha256) }}
+  {{- end }}
+  {{- if ne (len $names) (len (uniq $names)) }}
+    {{- $problems = append $problems "auth.apiKeys.keys repeats a name: each key needs its own" }}
+  {{- end }}
+  {{- if ne (len $digests) (len (uniq $digests)) }}
+    {{- $problems = append $problems "auth.apiKeys.keys repeats a sha256: each key needs its own" }}
+  {{- end }}
+{{- else }}
+  {{- if or $auth.apiKeys.existingSecret $auth.apiKeys.keys }}
+    {{- $problems = append $problems "auth.apiKeys is set but auth.mode does not include apikey" }}
+  {{- end }}
+{{- end }}
+{{- if $oidc }}
+  {{- if not $auth.oidc.issuer }}
+    {{- $problems = append $problems "auth.oidc.issuer is required with auth.mode oidc (the iss of the tokens to accept)" }}
+  {{- end }}
+  {{- if not $auth.oidc.audience }}
+    {{- $problems = append $problems "auth.oidc.audience is required with auth.mode oidc (the aud the tokens must name)" }}
+  {{- end }}
+  {{- if and $auth.oidc.existingConfigMap $auth.oidc.grants }}
+    {{- $problems = append $problems "auth.oidc.grants is never used with auth.oidc.existingConfigMap set: put the grants in that ConfigMap, or leave existingConfigMap empty" }}
+  {{- end }}
+{{- else }}
+  {{- if or $auth.oidc.issuer $auth.oidc.jwksUri $auth.oidc.inCluster $auth.oidc.existingConfigMap $auth.oidc.grants }}
+    {{- $problems = append $problems "auth.oidc is set but auth.mode does not include oidc" }}
+  {{- end }}
+{{- end }}
 {{- if $problems }}
 {{- fail (printf "\n\nkvcrud: invalid values:\n- %s\n" (join "\n- " $problems)) }}
 {{- end }}
