@@ -1,4 +1,5 @@
 import { Bigtable, type BigtableOptions, admin as bigtableAdmin, v2, type protos } from '@google-cloud/bigtable';
+import { Metadata } from '@grpc/grpc-js';
 import pRetry, { AbortError } from 'p-retry';
 import { StoreError, callerGone, isStoreError } from '../errors.ts';
 import type { CallOptions, Cell, CellWrite, DataStore, TableRef } from '../store.ts';
@@ -35,6 +36,7 @@ export class BigtableStore implements DataStore {
   readonly #data: v2.BigtableClient;
   readonly #admin: bigtableAdmin.v2.BigtableTableAdminClient;
   readonly #families: FamilyCache;
+  #stubReady: Promise<BigtableStub> | undefined;
 
   constructor(options: BigtableStoreOptions) {
     this.#projectId = options.projectId;
@@ -125,15 +127,11 @@ export class BigtableStore implements DataStore {
 
   async readRow(ref: TableRef, rowKey: Buffer, options: CallOptions): Promise<Cell[] | null> {
     const tableName = this.#tableName(ref);
-    const responses = await withRetry(options, 'readRows', { resource: 'table', name: ref.table }, () =>
-      collect(
-        this.#data.readRows(
-          { tableName, rows: { rowKeys: [rowKey] }, rowsLimit: 1, filter: { cellsPerColumnLimitFilter: 1 } },
-          gaxOptions(options),
-        ),
-        options.signal,
-      ),
-    );
+    const request = { tableName, rows: { rowKeys: [rowKey] }, rowsLimit: 1, filter: { cellsPerColumnLimitFilter: 1 } };
+    const responses = await withRetry(options, 'readRows', { resource: 'table', name: ref.table }, async () => {
+      const stub = await this.#stub();
+      return collect(stub.readRows(request, routingHeader(tableName), grpcOptions(options)), options.signal);
+    });
     let cells: Cell[] | null;
     try {
       cells = mergeRowChunks(responses.flatMap((response) => response.chunks ?? []));
@@ -176,6 +174,17 @@ export class BigtableStore implements DataStore {
     }
   }
 
+  /**
+   * The generated client's own gRPC stub (authenticated like the client). readRows is called on it
+   * directly: gax's streaming wrapper (a proxy stream, retry-request, pipes) cost 130-230 µs of
+   * CPU per single-row read against 80-90 µs for the bare call, and this adapter does its own
+   * retries and deadlines anyway. Unary calls gain nothing measurable, so they keep using gax.
+   */
+  #stub(): Promise<BigtableStub> {
+    this.#stubReady ??= this.#data.initialize() as unknown as Promise<BigtableStub>;
+    return this.#stubReady;
+  }
+
   #instanceName(instance: string): string {
     return `projects/${this.#projectId}/instances/${instance}`;
   }
@@ -203,6 +212,25 @@ function gaxOptions(options: CallOptions) {
     retryRequestOptions: { retries: 0, noResponseRetries: 0 },
     ...(options.signal === undefined ? {} : { signal: options.signal }),
   };
+}
+
+/** The part of the generated gRPC stub called directly (see BigtableStore #stub). */
+interface BigtableStub {
+  readRows(request: object, metadata: Metadata, options: { deadline: number }): NodeJS.ReadableStream & { cancel(): void };
+}
+
+/** Call settings for the bare stub: what gaxOptions gives gax, for grpc-js itself. */
+function grpcOptions(options: CallOptions): { deadline: number } {
+  if (options.signal?.aborted === true) throw callerGone();
+  if (options.deadline <= Date.now()) throw new StoreError('DEADLINE_EXCEEDED', 'deadline passed before the call was made');
+  return { deadline: options.deadline };
+}
+
+/** The routing header gax would add: Bigtable routes a request by the table it names. */
+function routingHeader(tableName: string): Metadata {
+  const metadata = new Metadata();
+  metadata.set('x-goog-request-params', `table_name=${encodeURIComponent(tableName)}`);
+  return metadata;
 }
 
 /**
