@@ -162,7 +162,7 @@ describe('the Helm chart authentication values', function () {
       });
       expect(env).to.not.have.property('AUTH_API_KEYS_FILE');
       // Node's own variable, beside the service's configuration rather than in it.
-      expect(container(manifests)['env']).to.deep.equal([{ name: 'NODE_EXTRA_CA_CERTS', value: `${SERVICE_ACCOUNT_DIR}/ca.crt` }]);
+      expect(container(manifests)['env']).to.deep.include({ name: 'NODE_EXTRA_CA_CERTS', value: `${SERVICE_ACCOUNT_DIR}/ca.crt` });
       expect(serviceConfigMap(manifests)['data']).to.not.have.property('NODE_EXTRA_CA_CERTS');
       // The token and ca.crt are what Kubernetes mounts with automountServiceAccountToken.
       expect(podSpec(manifests)['automountServiceAccountToken']).to.equal(true);

@@ -156,9 +156,23 @@ describe('the Helm chart maps values to the service configuration', function () 
       set: { extraEnv: [{ name: 'OTEL_SERVICE_NAME', value: 'kvcrud' }, { name: 'AUTH_KEY', valueFrom: { secretKeyRef: { name: 'keys', key: 'k' } } }] },
     });
     expect(container(manifests)['env']).to.deep.equal([
+      { name: 'NODE_OPTIONS', value: '--max-old-space-size=256 --max-semi-space-size=16' },
       { name: 'OTEL_SERVICE_NAME', value: 'kvcrud' },
       { name: 'AUTH_KEY', valueFrom: { secretKeyRef: { name: 'keys', key: 'k' } } },
     ]);
+  });
+
+  it('sizes the Node heap below the memory limit by default (NODE_OPTIONS), or leaves it to Node', async () => {
+    const sized = await render(helm, { valuesFiles: ['ci/default-values.yaml'] });
+    const env = container(sized)['env'] as Array<{ name: string; value: string }>;
+    const oldSpaceMiB = Number(/--max-old-space-size=(\d+)/.exec(env.find((entry) => entry.name === 'NODE_OPTIONS')?.value ?? '')?.[1]);
+    const limit = container(sized)['resources'].limits.memory as string;
+    expect(limit).to.match(/^\d+Mi$/);
+    expect(oldSpaceMiB).to.be.above(0).and.at.most(Number.parseInt(limit, 10) * 0.6);
+
+    const unset = await render(helm, { valuesFiles: ['ci/default-values.yaml'], set: { nodeOptions: '' } });
+    expect(container(unset)['env'] ?? []).to.not.deep.include.members([{ name: 'NODE_OPTIONS' }]);
+    expect(JSON.stringify(container(unset)['env'] ?? [])).to.not.contain('NODE_OPTIONS');
   });
 
   it('rolls the pods when the configuration changes, and only then (checksum/config)', async () => {
