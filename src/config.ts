@@ -11,7 +11,14 @@ export interface Config {
   readonly instanceIds: readonly string[];
   readonly dataStore: 'bigtable';
   readonly bigtable: BigtableConfig;
+  /** Least severe level written to the log (pino's levels, or "silent"). */
+  readonly logLevel: LogLevel;
+  /** Port of a separate listener for /metrics; unset: /metrics is served on `port`. */
+  readonly metricsPort?: number;
 }
+
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
 
 export interface BigtableConfig {
   readonly projectId: string;
@@ -71,6 +78,14 @@ const envSchema = Joi.object({
     .pattern(/^[A-Za-z0-9.-]+:([1-9][0-9]{0,4})$/)
     .messages({ 'string.pattern.base': '{{#label}} must be host:port, got "{{#value}}"' }),
   GOOGLE_APPLICATION_CREDENTIALS: Joi.string().trim(),
+  LOG_LEVEL: Joi.string().trim().lowercase().valid(...LOG_LEVELS).default('info'),
+  METRICS_PORT: Joi.number()
+    .integer()
+    .min(0)
+    .max(65535)
+    // Port 0 picks a free port for each listener, so it may repeat.
+    .when('PORT', { is: Joi.number().min(1), then: Joi.invalid(Joi.ref('PORT')) })
+    .messages({ 'any.invalid': '{{#label}} must differ from PORT' }),
 })
   .unknown(true)
   .prefs({ convert: true, abortEarly: false, errors: { wrap: { label: false } } });
@@ -98,6 +113,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     GOOGLE_CLOUD_PROJECT: string;
     BIGTABLE_EMULATOR_HOST?: string;
     GOOGLE_APPLICATION_CREDENTIALS?: string;
+    LOG_LEVEL: LogLevel;
+    METRICS_PORT?: number;
   };
 
   const bigtable: { -readonly [K in keyof BigtableConfig]: BigtableConfig[K] } = { projectId: vars.GOOGLE_CLOUD_PROJECT };
@@ -120,5 +137,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     instanceIds: Object.freeze([...vars.INSTANCE_IDS]),
     dataStore: vars.DATA_STORE,
     bigtable: Object.freeze(bigtable),
+    logLevel: vars.LOG_LEVEL,
+    ...(vars.METRICS_PORT === undefined ? {} : { metricsPort: vars.METRICS_PORT }),
   });
 }

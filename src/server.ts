@@ -1,13 +1,13 @@
 import type { AddressInfo } from 'node:net';
-import { pino } from 'pino';
-import { createApp } from './app.ts';
+import { createApp, createMetricsApp } from './app.ts';
 import { ConfigError, type Config, loadConfig } from './config.ts';
 import { openStore } from './store/open-store.ts';
+import { createLogger } from './telemetry/logger.ts';
+import { createMetrics } from './telemetry/metrics.ts';
+import { flushTracing } from './telemetry/tracing.ts';
 
 /** Exit status for invalid configuration (EX_CONFIG in sysexits.h). */
 const EXIT_CONFIG = 78;
-
-const logger = pino({ base: { service: 'kvcrud' } });
 
 let config: Config;
 try {
@@ -18,8 +18,23 @@ try {
   process.exit(EXIT_CONFIG);
 }
 
+const logger = createLogger(config.logLevel);
 const store = openStore(config);
-const server = createApp({ config, store, logger }).listen(config.port);
+const metrics = createMetrics();
+const server = createApp({ config, store, logger, metrics }).listen(config.port);
+
+// With METRICS_PORT, /metrics is served there only, apart from the API.
+if (config.metricsPort !== undefined) {
+  const metricsServer = createMetricsApp({ metrics, logger }).listen(config.metricsPort);
+  metricsServer.on('listening', () => {
+    const { port } = metricsServer.address() as AddressInfo;
+    logger.info({ metricsPort: port }, `metrics listening on port ${port}`);
+  });
+  metricsServer.on('error', (error) => {
+    logger.fatal({ err: error }, 'cannot serve metrics');
+    process.exit(1);
+  });
+}
 
 server.on('listening', () => {
   const { port } = server.address() as AddressInfo;
@@ -43,6 +58,7 @@ async function shutdown(signal: string): Promise<void> {
   await Promise.race([closed, new Promise((resolve) => setTimeout(resolve, SHUTDOWN_GRACE_MS).unref())]);
   clearInterval(sweep);
   await store.close();
+  await flushTracing();
   process.exit(0);
 }
 process.once('SIGTERM', () => void shutdown('SIGTERM'));

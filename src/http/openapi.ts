@@ -11,6 +11,8 @@ export interface OpenApiOptions {
   readonly version: string;
   readonly instanceIds: readonly string[];
   readonly maxBodyBytes: number;
+  /** Whether GET /metrics is served on this port (it is not when METRICS_PORT is set). */
+  readonly servesMetrics?: boolean;
 }
 
 const PROBLEM_JSON = 'application/problem+json';
@@ -80,6 +82,17 @@ export function buildOpenApiDocument(options: OpenApiOptions): JsonObject {
     },
   };
 
+  if (options.servesMetrics === true) {
+    paths['/metrics'] = {
+      get: {
+        operationId: 'metrics',
+        tags: ['operations'],
+        summary: 'Prometheus metrics',
+        description: 'The metrics of this process in the Prometheus text format; the README lists them.',
+        responses: { 200: { description: 'The metrics.', content: { 'text/plain': { schema: { type: 'string' } } } } },
+      },
+    };
+  }
   paths['/openapi.json'] = {
     get: {
       operationId: 'openapi',
@@ -113,7 +126,7 @@ export function buildOpenApiDocument(options: OpenApiOptions): JsonObject {
     },
     tags: [
       { name: 'v1', description: 'Tables, rows and cells.' },
-      { name: 'operations', description: 'Probes for orchestrators.' },
+      { name: 'operations', description: 'Probes for orchestrators, and metrics.' },
       { name: 'documentation', description: 'This document and the problem types it names.' },
     ],
     paths,

@@ -22,6 +22,7 @@ describe('loadConfig', () => {
       instanceIds: ['inst-a'],
       dataStore: 'bigtable',
       bigtable: { projectId: 'my-project' },
+      logLevel: 'info',
     });
   });
 
@@ -34,8 +35,11 @@ describe('loadConfig', () => {
       INSTANCE_IDS: ' inst-a , inst-b ',
       DATA_STORE: 'bigtable',
       BIGTABLE_EMULATOR_HOST: 'localhost:8086',
+      LOG_LEVEL: 'DEBUG',
+      METRICS_PORT: '9090',
     });
     expect(config).to.deep.include({ port: 9000, maxBodyBytes: 2048, storeTimeoutMs: 250, instanceIds: ['inst-a', 'inst-b'] });
+    expect(config).to.deep.include({ logLevel: 'debug', metricsPort: 9090 });
     expect(config.bigtable).to.deep.equal({ projectId: 'my-project', emulatorHost: 'localhost:8086' });
   });
 
@@ -66,12 +70,20 @@ describe('loadConfig', () => {
       [{ INSTANCE_IDS: 'inst-a,inst-a' }, /^INSTANCE_IDS lists an instance ID more than once$/],
       [{ GOOGLE_CLOUD_PROJECT: 'projects/x' }, /^GOOGLE_CLOUD_PROJECT "projects\/x" is not a valid project ID$/],
       [{ BIGTABLE_EMULATOR_HOST: 'localhost' }, /^BIGTABLE_EMULATOR_HOST must be host:port, got "localhost"$/],
+      [{ LOG_LEVEL: 'verbose' }, /^LOG_LEVEL must be one of \[fatal, error, warn, info, debug, trace, silent\]$/],
+      [{ METRICS_PORT: '8080' }, /^METRICS_PORT must differ from PORT$/],
+      [{ PORT: '9000', METRICS_PORT: '9000' }, /^METRICS_PORT must differ from PORT$/],
+      [{ METRICS_PORT: '65536' }, /^METRICS_PORT must be less than or equal to 65535$/],
     ];
     for (const [override, expected] of cases) {
       const problems = problemsOf({ ...BASE, ...override });
       expect(problems, JSON.stringify(override)).to.have.length(1);
       expect(problems[0], JSON.stringify(override)).to.match(expected);
     }
+  });
+
+  it('lets PORT and METRICS_PORT both be 0 (a free port each)', () => {
+    expect(loadConfig({ ...BASE, PORT: '0', METRICS_PORT: '0' })).to.deep.include({ port: 0, metricsPort: 0 });
   });
 
   it('reports every problem at once, in one line', () => {
