@@ -1,10 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { pino } from 'pino';
 import { createApp } from '../../src/app.ts';
 import { BigtableStore } from '../../src/store/bigtable/bigtable-store.ts';
 import type { DataStore } from '../../src/store/store.ts';
+import { createLogger } from '../../src/telemetry/logger.ts';
 import { ApiClient } from './api-client.ts';
 import { emulatorHost } from './emulator.ts';
 
@@ -40,7 +40,7 @@ export function randomInstanceId(): string {
 export async function startTestApp(options: TestAppOptions): Promise<TestApp> {
   const instances = Array.from({ length: options.instanceCount ?? 1 }, randomInstanceId);
   const logs: Array<Record<string, unknown>> = [];
-  const logger = pino({ level: 'debug' }, { write: (line: string) => void logs.push(JSON.parse(line) as Record<string, unknown>) });
+  const logger = createLogger('debug', { write: (line: string) => void logs.push(JSON.parse(line) as Record<string, unknown>) });
   const bigtable = new BigtableStore({ projectId: TEST_PROJECT, instanceIds: instances, emulatorHost: options.emulatorHost });
   const store = options.wrapStore ? options.wrapStore(bigtable) : bigtable;
   const app = createApp({

@@ -1,0 +1,83 @@
+/**
+ * Starts the service's tracing (src/telemetry/tracing.ts: the same SDK set-up and
+ * instrumentations as the process) in the test process, with spans going to memory instead of an
+ * exporter. Mocha loads this first (.mocharc.json `require`), before any test imports Koa or the
+ * Bigtable client, as the process entry starts tracing before it imports the service.
+ */
+import { SpanKind } from '@opentelemetry/api';
+import type { ReadableSpan, SpanProcessor } from '@opentelemetry/sdk-trace';
+import { startTracing } from '../../src/telemetry/tracing.ts';
+
+/**
+ * SpanRecorder keeps the spans that end while it records (between start() and stop()), so suites
+ * that do not look at spans do not pile them up.
+ */
+class SpanRecorder implements SpanProcessor {
+  #recording = false;
+  #spans: ReadableSpan[] = [];
+
+  start(): void {
+    this.#recording = true;
+    this.#spans = [];
+  }
+
+  stop(): void {
+    this.#recording = false;
+    this.#spans = [];
+  }
+
+  /** The ended spans of one trace, in the order they started. */
+  spansOf(traceId: string): ReadableSpan[] {
+    return this.#spans
+      .filter((span) => span.spanContext().traceId === traceId)
+      .sort((a, b) => a.startTime[0] - b.startTime[0] || a.startTime[1] - b.startTime[1]);
+  }
+
+  /**
+   * Waits until the server span of the trace has ended and returns the trace's spans. The server
+   * span ends once the response is sent, so the test may see the response first.
+   */
+  async trace(traceId: string): Promise<ReadableSpan[]> {
+    const deadline = Date.now() + 3000;
+    for (;;) {
+      const spans = this.spansOf(traceId);
+      if (spans.some((span) => span.kind === SpanKind.SERVER)) return spans;
+      if (Date.now() > deadline) throw new Error(`no server span of trace ${traceId} within 3 s`);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+  }
+
+  onStart(): void {}
+
+  onEnd(span: ReadableSpan): void {
+    if (this.#recording) this.#spans.push(span);
+  }
+
+  async forceFlush(): Promise<void> {}
+
+  async shutdown(): Promise<void> {}
+}
+
+export const spanRecorder = new SpanRecorder();
+
+await startTracing({ spanProcessors: [spanRecorder] });
+
+/**
+ * The spans as an indented tree of names (children under their parent, in the order they
+ * started), e.g. "GET /v1/:instanceID/readCellData\n  DataStore.readRow\n    grpc...".
+ */
+export function spanTree(spans: readonly ReadableSpan[]): string {
+  const ids = new Set(spans.map((span) => span.spanContext().spanId));
+  const lines: string[] = [];
+  const visit = (parentId: string | undefined, depth: number) => {
+    for (const span of spans) {
+      const parent = span.parentSpanContext?.spanId;
+      const isChild = parentId === undefined ? parent === undefined || !ids.has(parent) : parent === parentId;
+      if (!isChild) continue;
+      lines.push(`${'  '.repeat(depth)}${span.name}`);
+      visit(span.spanContext().spanId, depth + 1);
+    }
+  };
+  visit(undefined, 0);
+  return lines.join('\n');
+}
