@@ -16,7 +16,6 @@ import { v1Routes } from './http/routes/v1.ts';
 import { TableService } from './service/table-service.ts';
 import { InstrumentedStore } from './store/instrumented-store.ts';
 import type { DataStore } from './store/store.ts';
-import { errorForLog } from './telemetry/logger.ts';
 import { type Metrics, createMetrics } from './telemetry/metrics.ts';
 
 const VERSION = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
@@ -24,6 +23,7 @@ const VERSION = (JSON.parse(readFileSync(new URL('../package.json', import.meta.
 export interface AppDeps {
   readonly config: Pick<Config, 'instanceIds' | 'maxBodyBytes' | 'storeTimeoutMs' | 'metricsPort'>;
   readonly store: DataStore;
+  /** A logger from createLogger, whose `err` serializer keeps what an error carries out of the log. */
   readonly logger: Logger;
   /** The app's metrics; a fresh set when not given. Pass them to share with createMetricsApp. */
   readonly metrics?: Metrics;
@@ -85,6 +85,6 @@ export function createMetricsApp({ metrics, logger }: { metrics: Metrics; logger
 // happens outside the middleware, such as a response stream failing while being sent.
 function logKoaErrors(app: Koa<AppState>, logger: Logger): void {
   app.on('error', (error: unknown, ctx?: Koa.ParameterizedContext<AppState>) => {
-    logger.error({ err: errorForLog(error), requestId: ctx?.state.requestId, method: ctx?.method, status: ctx?.status }, 'response failed');
+    logger.error({ err: error, requestId: ctx?.state.requestId, method: ctx?.method, status: ctx?.status }, 'response failed');
   });
 }

@@ -14,6 +14,7 @@ const SEVERITY: Readonly<Record<Level, string>> = {
 /**
  * createLogger makes the service's logger: JSON lines (to stdout unless a destination is given)
  * with an RFC 3339 `time`, the level as a word in `level` and as a Cloud Logging `severity`.
+ * An error logged as `err` is reduced by errorForLog.
  */
 export function createLogger(level: LogLevel, destination?: DestinationStream): Logger {
   const options = {
@@ -21,6 +22,7 @@ export function createLogger(level: LogLevel, destination?: DestinationStream): 
     base: { service: 'kvcrud' },
     timestamp: pino.stdTimeFunctions.isoTime,
     formatters: { level: (label: string) => ({ level: label, severity: SEVERITY[label as Level] ?? 'DEFAULT' }) },
+    serializers: { err: (error: unknown) => errorForLog(error) },
   };
   return destination === undefined ? pino(options) : pino(options, destination);
 }

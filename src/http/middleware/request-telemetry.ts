@@ -4,7 +4,6 @@ import { RPCType, getRPCMetadata, parseTraceParent } from '@opentelemetry/core';
 import type { Context, Middleware } from 'koa';
 import type { Level, Logger } from 'pino';
 import { UNMATCHED_ROUTE, type Metrics } from '../../telemetry/metrics.ts';
-import { errorForLog } from '../../telemetry/logger.ts';
 import type { AppState } from '../app-state.ts';
 
 /** Probes and scrapes: logged at debug level while they succeed, so they do not drown the log. */
@@ -122,7 +121,7 @@ function logRequest(logger: Logger, ctx: Context & { state: AppState }, outcome:
   const principal: unknown = (ctx.state as { principal?: unknown }).principal;
   if (typeof principal === 'string') line['principal'] = principal;
   if (problem !== undefined) line['code'] = problem.code;
-  if (problem !== undefined && status >= 500) line['err'] = errorForLog(problem.cause);
+  if (problem !== undefined && status >= 500) line['err'] = problem.cause;
   if (outcome.aborted) line['aborted'] = true;
   logger[level](line, `${ctx.method} ${outcome.route} ${status}${outcome.aborted ? ' (connection closed before the response was sent)' : ''}`);
 }
