@@ -7,6 +7,7 @@
 import { SpanKind } from '@opentelemetry/api';
 import type { ReadableSpan, SpanProcessor } from '@opentelemetry/sdk-trace';
 import { startTracing } from '../../src/telemetry/tracing.ts';
+import { spanTree as drawTree } from './span-tree.ts';
 
 /**
  * SpanRecorder keeps the spans that end while it records (between start() and stop()), so suites
@@ -62,22 +63,7 @@ export const spanRecorder = new SpanRecorder();
 
 await startTracing({ spanProcessors: [spanRecorder] });
 
-/**
- * The spans as an indented tree of names (children under their parent, in the order they
- * started), e.g. "GET /v1/:instanceID/readCellData\n  DataStore.readRow\n    grpc...".
- */
+/** The tree of span names (see span-tree.ts) of spans recorded in this process. */
 export function spanTree(spans: readonly ReadableSpan[]): string {
-  const ids = new Set(spans.map((span) => span.spanContext().spanId));
-  const lines: string[] = [];
-  const visit = (parentId: string | undefined, depth: number) => {
-    for (const span of spans) {
-      const parent = span.parentSpanContext?.spanId;
-      const isChild = parentId === undefined ? parent === undefined || !ids.has(parent) : parent === parentId;
-      if (!isChild) continue;
-      lines.push(`${'  '.repeat(depth)}${span.name}`);
-      visit(span.spanContext().spanId, depth + 1);
-    }
-  };
-  visit(undefined, 0);
-  return lines.join('\n');
+  return drawTree(spans.map((span) => ({ name: span.name, spanId: span.spanContext().spanId, parentSpanId: span.parentSpanContext?.spanId })));
 }
