@@ -1,4 +1,6 @@
+import { readFileSync } from 'node:fs';
 import { expect } from 'chai';
+import { createMetrics } from '../../src/telemetry/metrics.ts';
 import type { TableRef, CallOptions } from '../../src/store/store.ts';
 import { type Sample, parseSamples, sampleValue } from '../support/prometheus.ts';
 import { withOverrides } from '../support/store-faults.ts';
@@ -161,5 +163,20 @@ describe('GET /metrics', () => {
       expect(await count(first())).to.equal(3); // ApiClient.connect fetched it once too
       expect(await count(second)).to.equal(2);
     });
+  });
+});
+
+describe('the README', () => {
+  it('lists every kvcrud metric with its type and labels', () => {
+    const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+    const own = createMetrics().registry.getMetricsAsArray().filter((metric) => metric.name.startsWith('kvcrud_'));
+    expect(own).to.have.length.above(0);
+    for (const metric of own) {
+      const row = readme.split('\n').find((line) => line.startsWith(`| \`${metric.name}\` |`));
+      expect(row, metric.name).to.be.a('string');
+      expect(row, metric.name).to.contain(`| ${metric.type} |`);
+      const { labelNames } = metric as unknown as { labelNames: string[] };
+      for (const label of labelNames) expect(row, `${metric.name} ${label}`).to.contain(`\`${label}\``);
+    }
   });
 });
