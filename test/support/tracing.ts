@@ -4,6 +4,7 @@
  * exporter. Mocha loads this first (.mocharc.json `require`), before any test imports Koa or the
  * Bigtable client, as the process entry starts tracing before it imports the service.
  */
+import { createRequire } from 'node:module';
 import { SpanKind } from '@opentelemetry/api';
 import type { ReadableSpan, SpanProcessor } from '@opentelemetry/sdk-trace';
 import { startTracing } from '../../src/telemetry/tracing.ts';
@@ -18,6 +19,12 @@ class SpanRecorder implements SpanProcessor {
   #spans: ReadableSpan[] = [];
 
   start(): void {
+    if (loadedEarly !== undefined) {
+      throw new Error(
+        `tracing started after ${loadedEarly} was loaded, so it is not instrumented: ` +
+          'run mocha with `--require test/support/tracing.ts` first, as .mocharc.json does',
+      );
+    }
     this.#recording = true;
     this.#spans = [];
   }
@@ -61,6 +68,8 @@ class SpanRecorder implements SpanProcessor {
 
 export const spanRecorder = new SpanRecorder();
 
+// The instrumentations patch http (through Koa) and @grpc/grpc-js as they load: too late once they have.
+const loadedEarly = Object.keys(createRequire(import.meta.url).cache).find((path) => /\/node_modules\/(koa|@grpc\/grpc-js)\//.test(path));
 await startTracing({ spanProcessors: [spanRecorder] });
 
 /** The tree of span names (see span-tree.ts) of spans recorded in this process. */
