@@ -1,31 +1,39 @@
 import { readFileSync } from 'node:fs';
 import { Router } from '@koa/router';
+import { trace } from '@opentelemetry/api';
 import Koa from 'koa';
 import type { Logger } from 'pino';
 import { type Authenticator, NO_AUTHENTICATION } from './auth/authenticator.ts';
 import type { Config } from './config.ts';
 import type { AppState } from './http/app-state.ts';
 import { DrainState } from './http/drain-state.ts';
-import { closeWhenDraining } from './http/middleware/close-when-draining.ts';
 import { authenticate } from './http/middleware/authenticate.ts';
 import { requireGrant } from './http/middleware/authorize.ts';
+import { closeWhenDraining } from './http/middleware/close-when-draining.ts';
 import { loadShedding } from './http/middleware/load-shedding.ts';
 import { problemResponder } from './http/middleware/problem-responder.ts';
 import { rateLimit } from './http/middleware/rate-limit.ts';
 import { requestId } from './http/middleware/request-id.ts';
+import { requestTelemetry } from './http/middleware/request-telemetry.ts';
 import { buildOpenApiDocument } from './http/openapi.ts';
 import { docsRoutes } from './http/routes/docs.ts';
 import { healthRoutes } from './http/routes/health.ts';
+import { metricsRoutes } from './http/routes/metrics.ts';
 import { v1Routes } from './http/routes/v1.ts';
 import { TableService } from './service/table-service.ts';
+import { InstrumentedStore } from './store/instrumented-store.ts';
 import type { DataStore } from './store/store.ts';
+import { type Metrics, createMetrics } from './telemetry/metrics.ts';
 
 const VERSION = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 
 export interface AppDeps {
-  readonly config: Pick<Config, 'instanceIds' | 'maxBodyBytes' | 'storeTimeoutMs' | 'maxInflight' | 'rateLimitPerSecond'>;
+  readonly config: Pick<Config, 'instanceIds' | 'maxBodyBytes' | 'storeTimeoutMs' | 'maxInflight' | 'rateLimitPerSecond' | 'metricsPort'>;
   readonly store: DataStore;
+  /** A logger from createLogger, whose `err` serializer keeps what an error carries out of the log. */
   readonly logger: Logger;
+  /** The app's metrics; a fresh set when not given. Pass them to share with createMetricsApp. */
+  readonly metrics?: Metrics;
   /** Set by the entry point on SIGTERM; a fresh one (never draining) when left out. */
   readonly drain?: DrainState;
   /**
@@ -44,14 +52,21 @@ const isOperationsPath = (path: string): boolean => OPERATIONS_PATHS.has(path);
  * createApp wires the service: HTTP middleware and routes in front of the TableService, in front
  * of whichever DataStore it is given. The only place that knows all the layers.
  */
-export function createApp({ config, store, logger, drain = new DrainState(), auth }: AppDeps): Koa<AppState> {
-  const service = new TableService({ store, instanceIds: config.instanceIds, storeTimeoutMs: config.storeTimeoutMs });
+export function createApp({ config, store, logger, metrics = createMetrics(), drain = new DrainState(), auth }: AppDeps): Koa<AppState> {
+  // Every store call is measured and traced here, whichever adapter `store` is.
+  const observedStore = new InstrumentedStore(store, {
+    duration: metrics.storeOperationDuration,
+    tracer: trace.getTracer('kvcrud', VERSION),
+  });
+  const service = new TableService({ store: observedStore, instanceIds: config.instanceIds, storeTimeoutMs: config.storeTimeoutMs });
+  const servesMetrics = config.metricsPort === undefined;
   const { authenticator, protectDocs } = auth ?? { authenticator: NO_AUTHENTICATION, protectDocs: false };
   const openApi = buildOpenApiDocument({
     version: VERSION,
     instanceIds: config.instanceIds,
     maxBodyBytes: config.maxBodyBytes,
     auth: { modes: authenticator.modes, protectDocs },
+    servesMetrics,
   });
   const caller = authenticate(authenticator, logger);
 
@@ -61,28 +76,43 @@ export function createApp({ config, store, logger, drain = new DrainState(), aut
   // Keyed by the principal, so it runs in the v1 routes right after authentication.
   const limit = config.rateLimitPerSecond === undefined ? undefined : rateLimit({ perSecond: config.rateLimitPerSecond });
   v1Routes(router, service, { maxBodyBytes: config.maxBodyBytes, authenticate: caller, rateLimit: limit });
+  if (servesMetrics) metricsRoutes(router, metrics.registry);
 
   const app = new Koa<AppState>();
   app.use(closeWhenDraining(drain));
   app.use(requestId());
+  // Outside the problem responder, so every answer, failures and shed requests included, is
+  // counted and logged once.
+  app.use(requestTelemetry({ logger, metrics }));
   app.use(problemResponder());
   app.use(loadShedding({ maxInflight: config.maxInflight, exempt: isOperationsPath }));
   app.use(router.routes());
   app.use(router.allowedMethods());
-
-  // problemResponder emits server-side failures here with their cause; the caller saw only the code.
-  app.on('error', (error: unknown, ctx?: Koa.Context) => {
-    logger.error(
-      {
-        err: error,
-        requestId: ctx?.state['requestId'],
-        principal: ctx?.state['principal'],
-        method: ctx?.method,
-        path: ctx?.path,
-        status: ctx?.status,
-      },
-      'request failed',
-    );
-  });
+  logKoaErrors(app, logger);
   return app;
+}
+
+/**
+ * createMetricsApp serves only GET /metrics, for a listener of its own (METRICS_PORT) that can be
+ * kept from the API's callers.
+ */
+export function createMetricsApp({ metrics, logger }: { metrics: Metrics; logger: Logger }): Koa<AppState> {
+  const router = new Router<AppState>();
+  metricsRoutes(router, metrics.registry);
+  const app = new Koa<AppState>();
+  app.use(requestId());
+  app.use(requestTelemetry({ logger, metrics }));
+  app.use(problemResponder());
+  app.use(router.routes());
+  app.use(router.allowedMethods());
+  logKoaErrors(app, logger);
+  return app;
+}
+
+// Failures of a request are logged on its own line (requestTelemetry). Koa reports here what
+// happens outside the middleware, such as a response stream failing while being sent.
+function logKoaErrors(app: Koa<AppState>, logger: Logger): void {
+  app.on('error', (error: unknown, ctx?: Koa.ParameterizedContext<AppState>) => {
+    logger.error({ err: error, requestId: ctx?.state.requestId, method: ctx?.method, status: ctx?.status }, 'response failed');
+  });
 }

@@ -19,7 +19,14 @@ export interface Config {
   /** On SIGTERM, how long in-flight requests may run before their connections are cut. */
   readonly shutdownTimeoutMs: number;
   readonly auth: AuthConfig;
+  /** Least severe level written to the log (pino's levels, or "silent"). */
+  readonly logLevel: LogLevel;
+  /** Port of a separate listener for /metrics; unset: /metrics is served on `port`. */
+  readonly metricsPort?: number;
 }
+
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
 
 export type StoreConfig = BigtableConfig | EmbeddedConfig;
 
@@ -169,6 +176,14 @@ const envSchema = Joi.object({
   AUTH_OIDC_JWKS_TOKEN_FILE: Joi.string().trim(),
   AUTH_OIDC_GRANTS_FILE: Joi.string().trim(),
   AUTH_PROTECT_DOCS: Joi.boolean().default(false),
+  LOG_LEVEL: Joi.string().trim().lowercase().valid(...LOG_LEVELS).default('info'),
+  METRICS_PORT: Joi.number()
+    .integer()
+    .min(0)
+    .max(65535)
+    // Port 0 picks a free port for each listener, so it may repeat.
+    .when('PORT', { is: Joi.number().min(1), then: Joi.invalid(Joi.ref('PORT')) })
+    .messages({ 'any.invalid': '{{#label}} must differ from PORT' }),
 })
   .unknown(true)
   .prefs({ convert: true, abortEarly: false, errors: { wrap: { label: false } } });
@@ -200,6 +215,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     BIGTABLE_EMULATOR_HOST?: string;
     GOOGLE_APPLICATION_CREDENTIALS?: string;
     SHUTDOWN_TIMEOUT_MS: number;
+    LOG_LEVEL: LogLevel;
+    METRICS_PORT?: number;
   } & AuthVariables;
 
   const auth = authConfig(vars);
@@ -213,6 +230,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     store: Object.freeze(vars.DATA_STORE === 'bigtable' ? bigtableConfig(vars) : { type: 'embedded' as const, dataDir: vars.DATA_DIR }),
     shutdownTimeoutMs: vars.SHUTDOWN_TIMEOUT_MS,
     auth,
+    logLevel: vars.LOG_LEVEL,
+    ...(vars.METRICS_PORT === undefined ? {} : { metricsPort: vars.METRICS_PORT }),
   });
 }
 

@@ -1,4 +1,5 @@
 import type { Caller } from '../auth/access.ts';
+import type { ErrorCode } from '../service/errors.ts';
 
 /** What middleware leaves on ctx.state for the handlers after it. */
 export interface AppState {
@@ -12,4 +13,6 @@ export interface AppState {
   principal?: string;
   /** The authenticated caller with its grants; set with `principal`. */
   caller?: Caller;
+  /** Set by problemResponder when the request failed: the code answered and what was thrown. */
+  problem?: { readonly code: ErrorCode; readonly cause: unknown };
 }

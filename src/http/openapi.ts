@@ -15,6 +15,8 @@ export interface OpenApiOptions {
   readonly maxBodyBytes: number;
   /** How callers authenticate; without it (or with no modes) every caller is admin. */
   readonly auth?: { readonly modes: readonly AuthMode[]; readonly protectDocs: boolean };
+  /** Whether GET /metrics is served on this port (it is not when METRICS_PORT is set). */
+  readonly servesMetrics?: boolean;
 }
 
 const PROBLEM_JSON = 'application/problem+json';
@@ -97,6 +99,17 @@ export function buildOpenApiDocument(options: OpenApiOptions): JsonObject {
   const protectDocs = authenticated && (options.auth?.protectDocs ?? false);
   // With oidc, checking a token can find the issuer's keys unavailable (503).
   const docsErrors: ErrorCode[] = protectDocs ? [...AUTH_ERRORS, ...(modes.includes('oidc') ? ['BACKEND_UNAVAILABLE' as const] : [])] : [];
+  if (options.servesMetrics === true) {
+    paths['/metrics'] = {
+      get: {
+        operationId: 'metrics',
+        tags: ['operations'],
+        summary: 'Prometheus metrics',
+        description: 'The metrics of this process in the Prometheus text format; the README lists them.',
+        responses: { 200: { description: 'The metrics.', content: { 'text/plain': { schema: { type: 'string' } } } } },
+      },
+    };
+  }
   paths['/openapi.json'] = {
     get: {
       operationId: 'openapi',
@@ -146,7 +159,7 @@ export function buildOpenApiDocument(options: OpenApiOptions): JsonObject {
     },
     tags: [
       { name: 'v1', description: 'Tables, rows and cells.' },
-      { name: 'operations', description: 'Probes for orchestrators.' },
+      { name: 'operations', description: 'Probes for orchestrators, and metrics.' },
       { name: 'documentation', description: 'This document and the problem types it names.' },
     ],
     paths,

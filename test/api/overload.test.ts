@@ -34,7 +34,11 @@ describe('overload: a bound on requests in flight (MAX_INFLIGHT)', () => {
     expect(shed.status).to.equal(503);
     expect(shed.body.code).to.equal('OVERLOADED');
     expect(shed.headers.get('retry-after')).to.equal('1');
-    expect(app.logs.filter((line) => line['requestId'] === shed.body.requestId), 'no log line per shed request').to.deep.equal([]);
+    // Logged like every request, as a warning without a cause: no error line per shed request.
+    const lines = app.logs.filter((line) => line['requestId'] === shed.body.requestId);
+    expect(lines).to.have.length(1);
+    expect(lines[0]).to.include({ level: 'warn', code: 'OVERLOADED', status: 503 });
+    expect(lines[0]).to.not.have.property('err');
 
     // The probes are neither shed nor counted: /healthz answers, /readyz asks the (hung) backend.
     expect((await app.api.get('/healthz')).status).to.equal(200);

@@ -41,7 +41,7 @@ describe('API keys', () => {
   it("logs a server-side failure with the caller's name, never its key", async () => {
     const response = await app().api.get(`/v1/${app().instance}/readCellData?tableName=explodes&id=r`, { headers: { 'x-api-key': admin.key } });
     expect(response.status).to.equal(500);
-    const line = app().logs.find((entry) => entry['requestId'] === response.body.requestId && entry['msg'] === 'request failed');
+    const line = app().logs.find((entry) => entry['requestId'] === response.body.requestId && entry['level'] === 'error');
     expect(line).to.include({ principal: 'apikey:ops', status: 500 });
     expect(JSON.stringify(app().logs)).to.not.contain(admin.key);
   });

@@ -202,7 +202,7 @@ describe('OIDC signing keys', () => {
     for (let i = 0; i < 5; i += 1) expect((await read(token)).status).to.equal(503);
     expect(issuer.requests.length, 'requests to the issuer during the quiet period').to.equal(asked);
     // The cause is logged for the operators; the caller saw only the code.
-    expect(app().logs.some((entry) => entry['msg'] === 'request failed' && entry['status'] === 503)).to.equal(true);
+    expect(app().logs.some((entry) => entry['level'] === 'error' && entry['status'] === 503)).to.equal(true);
 
     issuer.failWith = undefined;
     await sleep(RETRY_MS + 50);

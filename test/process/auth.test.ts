@@ -18,8 +18,8 @@ describe('the service process with authentication', () => {
   it('with AUTH_MODE none (the default), warns at start-up that every caller is admin', async function () {
     const service = await runService(serviceEnv(randomInstanceId(), emulatorHost(this)));
     try {
-      await eventually(() => Promise.resolve(parsed(service.output).some((line) => line['level'] === 40)), 5000, 'a warning');
-      const warning = parsed(service.output).find((line) => line['level'] === 40);
+      await eventually(() => Promise.resolve(parsed(service.output).some((line) => line['level'] === 'warn')), 5000, 'a warning');
+      const warning = parsed(service.output).find((line) => line['level'] === 'warn');
       expect(warning?.['msg']).to.equal('AUTH_MODE is none: every caller is admin on every instance. Set AUTH_MODE to apikey or oidc to say who may do what.');
       expect(parsed(service.output)[0]).to.include({ auth: 'none' });
     } finally {

@@ -97,7 +97,7 @@ describe('graceful shutdown of the service process', function () {
     expect(response.headers.get('retry-after')).to.equal('1');
     expect(await exited).to.equal(0);
     // Draining is expected, not an error to log.
-    expect(logLines(service).filter((line) => line['msg'] === 'request failed')).to.deep.equal([]);
+    expect(logLines(service).filter((line) => line['level'] === 'error')).to.deep.equal([]);
   });
 
   it('cuts a request still in flight after SHUTDOWN_TIMEOUT_MS and exits 0 without waiting for it', async () => {

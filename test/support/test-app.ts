@@ -1,7 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { pino } from 'pino';
 import { createApp } from '../../src/app.ts';
 import { type Authenticator, openAuthenticator } from '../../src/auth/authenticator.ts';
 import type { OidcTiming } from '../../src/auth/oidc.ts';
@@ -9,6 +8,7 @@ import type { AuthConfig } from '../../src/config.ts';
 import { type ServerLimits, createHttpServer } from '../../src/http/http-server.ts';
 import { BigtableStore } from '../../src/store/bigtable/bigtable-store.ts';
 import type { DataStore } from '../../src/store/store.ts';
+import { createLogger } from '../../src/telemetry/logger.ts';
 import { ApiClient } from './api-client.ts';
 import { type HarnessFactory, type StoreCapabilities, type StoreHarness, TEST_PROJECT, bigtableHarness } from './stores.ts';
 
@@ -68,7 +68,7 @@ export function randomInstanceId(): string {
 export async function startTestApp(options: TestAppOptions): Promise<TestApp> {
   const instances = Array.from({ length: options.instanceCount ?? 1 }, randomInstanceId);
   const logs: Array<Record<string, unknown>> = [];
-  const logger = pino({ level: 'debug' }, { write: (line: string) => void logs.push(JSON.parse(line) as Record<string, unknown>) });
+  const logger = createLogger('debug', { write: (line: string) => void logs.push(JSON.parse(line) as Record<string, unknown>) });
   const real = options.harness
     ? await options.harness.open(instances)
     : new BigtableStore({ projectId: TEST_PROJECT, instanceIds: instances, emulatorHost: options.emulatorHost ?? '' });

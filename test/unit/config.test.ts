@@ -25,6 +25,7 @@ describe('loadConfig', () => {
       store: { type: 'bigtable', projectId: 'my-project' },
       shutdownTimeoutMs: 25_000,
       auth: { modes: [], protectDocs: false },
+      logLevel: 'info',
     });
   });
 
@@ -39,6 +40,7 @@ describe('loadConfig', () => {
       store: { type: 'embedded', dataDir: './data' },
       shutdownTimeoutMs: 25_000,
       auth: { modes: [], protectDocs: false },
+      logLevel: 'info',
     });
   });
 
@@ -81,10 +83,13 @@ describe('loadConfig', () => {
       DATA_STORE: 'bigtable',
       BIGTABLE_EMULATOR_HOST: 'localhost:8086',
       SHUTDOWN_TIMEOUT_MS: '0',
+      LOG_LEVEL: 'DEBUG',
+      METRICS_PORT: '9090',
     });
     expect(config).to.deep.include({ port: 9000, maxBodyBytes: 2048, storeTimeoutMs: 250, instanceIds: ['inst-a', 'inst-b'] });
     expect(config.shutdownTimeoutMs).to.equal(0);
     expect(config.store).to.deep.equal({ type: 'bigtable', projectId: 'my-project', emulatorHost: 'localhost:8086' });
+    expect(config).to.deep.include({ logLevel: 'debug', metricsPort: 9090 });
   });
 
   it('returns a frozen object', () => {
@@ -117,12 +122,20 @@ describe('loadConfig', () => {
       [{ BIGTABLE_EMULATOR_HOST: 'localhost' }, /^BIGTABLE_EMULATOR_HOST must be host:port, got "localhost"$/],
       [{ SHUTDOWN_TIMEOUT_MS: '-1' }, /^SHUTDOWN_TIMEOUT_MS must be greater than or equal to 0$/],
       [{ SHUTDOWN_TIMEOUT_MS: '1h' }, /^SHUTDOWN_TIMEOUT_MS must be a number$/],
+      [{ LOG_LEVEL: 'verbose' }, /^LOG_LEVEL must be one of \[fatal, error, warn, info, debug, trace, silent\]$/],
+      [{ METRICS_PORT: '8080' }, /^METRICS_PORT must differ from PORT$/],
+      [{ PORT: '9000', METRICS_PORT: '9000' }, /^METRICS_PORT must differ from PORT$/],
+      [{ METRICS_PORT: '65536' }, /^METRICS_PORT must be less than or equal to 65535$/],
     ];
     for (const [override, expected] of cases) {
       const problems = problemsOf({ ...BASE, ...override });
       expect(problems, JSON.stringify(override)).to.have.length(1);
       expect(problems[0], JSON.stringify(override)).to.match(expected);
     }
+  });
+
+  it('lets PORT and METRICS_PORT both be 0 (a free port each)', () => {
+    expect(loadConfig({ ...BASE, PORT: '0', METRICS_PORT: '0' })).to.deep.include({ port: 0, metricsPort: 0 });
   });
 
   it('reports every problem at once, in one line', () => {

@@ -8,9 +8,10 @@ const RETRY_AFTER_SECONDS = 1;
 
 /**
  * problemResponder is the one place errors become responses: whatever a later middleware throws
- * is answered as an RFC 9457 `application/problem+json` document. Server-side failures are also
- * emitted as the app's 'error' event, so the cause is logged while the caller sees only the code.
- * Requests nothing answered (unknown path, or a path without this method) get problems too.
+ * is answered as an RFC 9457 `application/problem+json` document. The code and what was thrown
+ * are left in ctx.state.problem, so the request's log line and span carry the cause while the
+ * caller sees only the code. Requests nothing answered (unknown path, or a path without this
+ * method) get problems too.
  */
 export function problemResponder(): Middleware<AppState> {
   return async (ctx, next) => {
@@ -28,9 +29,7 @@ export function problemResponder(): Middleware<AppState> {
       if (problem.status === 503 || (problem.status === 429 && ctx.response.get('Retry-After') === '')) {
         ctx.set('Retry-After', String(RETRY_AFTER_SECONDS));
       }
-      // Neither shed requests nor a draining process's readiness answer are failures with a cause
-      // to log: a line for each shed request would add to the overload.
-      if (problem.status >= 500 && problem.code !== 'OVERLOADED' && problem.code !== 'SHUTTING_DOWN') ctx.app.emit('error', error, ctx);
+      ctx.state.problem = { code: problem.code, cause: error };
     }
   };
 }

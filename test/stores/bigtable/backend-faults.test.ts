@@ -1,5 +1,6 @@
 import { expect } from 'chai';
 import { blackHole, closedPort } from '../../support/fake-backends.ts';
+import type { DataStore } from '../../../src/store/store.ts';
 import { withOverrides } from '../../support/store-faults.ts';
 import { type TestApp, startTestApp, useTestApp } from '../../support/test-app.ts';
 
@@ -109,8 +110,40 @@ describe('when an adapter fails unexpectedly', () => {
 describe('when the caller disconnects while its backend call is pending', () => {
   const STORE_TIMEOUT_MS = 5000;
 
-  /** Sends a request, hangs up after `afterMs`, and returns how long after the hang-up the app logged its end. */
-  async function hangUp(app: TestApp, path: string, init: RequestInit, afterMs: number): Promise<{ loggedAfterMs: number; err: string }> {
+  /** Wraps the store to record when its calls end, and with what error. */
+  function recordEnds() {
+    const ends: Array<{ at: number; error: unknown }> = [];
+    const settle = <T>(call: Promise<T>): Promise<T> =>
+      call.then(
+        (value) => {
+          ends.push({ at: Date.now(), error: undefined });
+          return value;
+        },
+        (error: unknown) => {
+          ends.push({ at: Date.now(), error });
+          throw error;
+        },
+      );
+    const wrapStore = (store: DataStore): DataStore =>
+      withOverrides(store, {
+        readRow: (...args) => settle(store.readRow(...args)),
+        writeRow: (...args) => settle(store.writeRow(...args)),
+      });
+    return { ends, wrapStore };
+  }
+
+  /**
+   * Sends a request, hangs up after `afterMs`, and returns how long after the hang-up its store
+   * call ended and why, and the request's log line.
+   */
+  async function hangUp(
+    app: TestApp,
+    ends: Array<{ at: number; error: unknown }>,
+    path: string,
+    init: RequestInit,
+    afterMs: number,
+  ): Promise<{ endedAfterMs: number; error: string; line: Record<string, unknown> | undefined }> {
+    ends.length = 0;
     const requestId = `hang-up-${Math.random().toString(16).slice(2)}`;
     const controller = new AbortController();
     const request = fetch(`${app.baseUrl}${path}`, {
@@ -123,9 +156,15 @@ describe('when the caller disconnects while its backend call is pending', () => 
     const hungUp = Date.now();
     await request;
     for (;;) {
-      const logged = app.logs.find((line) => line['requestId'] === requestId);
-      if (logged !== undefined) return { loggedAfterMs: Date.now() - hungUp, err: JSON.stringify(logged['err']) };
-      if (Date.now() - hungUp > STORE_TIMEOUT_MS + 2000) throw new Error('the request never ended');
+      const ended = ends[0];
+      if (ended !== undefined) {
+        return {
+          endedAfterMs: ended.at - hungUp,
+          error: (ended.error as Error | undefined)?.message ?? 'no error',
+          line: app.logs.find((entry) => entry['requestId'] === requestId),
+        };
+      }
+      if (Date.now() - hungUp > STORE_TIMEOUT_MS + 2000) throw new Error('the store call never ended');
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
   }
@@ -136,12 +175,19 @@ describe('when the caller disconnects while its backend call is pending', () => 
     body: JSON.stringify({ tableName: 't', rowKeyId: 'r', data: [CELL] }),
   });
 
+  /** The request's line: a warning that the caller left, not an error with a stack. */
+  const expectAbandoned = (line: Record<string, unknown> | undefined) => {
+    expect(line).to.include({ level: 'warn', aborted: true });
+    expect(line).to.not.have.property('err');
+  };
+
   describe('to a backend that never answers', () => {
     let hole: Awaited<ReturnType<typeof blackHole>>;
     let app: TestApp;
+    const recorder = recordEnds();
     before(async () => {
       hole = await blackHole();
-      app = await startTestApp({ emulatorHost: hole.host, storeTimeoutMs: STORE_TIMEOUT_MS });
+      app = await startTestApp({ emulatorHost: hole.host, storeTimeoutMs: STORE_TIMEOUT_MS, wrapStore: recorder.wrapStore });
     });
     after(async () => {
       await hole.close();
@@ -149,31 +195,35 @@ describe('when the caller disconnects while its backend call is pending', () => 
     });
 
     it('cancels a read (a gRPC stream) at once instead of waiting for the deadline', async () => {
-      const ended = await hangUp(app, `/v1/${app.instance}/readCellData?tableName=t&id=r`, {}, 300);
-      expect(ended.loggedAfterMs).to.be.below(1000);
-      expect(ended.err).to.contain('caller disconnected');
+      const ended = await hangUp(app, recorder.ends, `/v1/${app.instance}/readCellData?tableName=t&id=r`, {}, 300);
+      expect(ended.endedAfterMs).to.be.below(1000);
+      expect(ended.error).to.contain('caller disconnected');
+      expectAbandoned(ended.line);
     });
 
     it('cancels a write (unary calls) at once instead of waiting for the deadline', async () => {
-      const ended = await hangUp(app, `/v1/${app.instance}/insertData`, write(), 300);
-      expect(ended.loggedAfterMs).to.be.below(1000);
-      expect(ended.err).to.contain('caller disconnected');
+      const ended = await hangUp(app, recorder.ends, `/v1/${app.instance}/insertData`, write(), 300);
+      expect(ended.endedAfterMs).to.be.below(1000);
+      expect(ended.error).to.contain('caller disconnected');
+      expectAbandoned(ended.line);
     });
   });
 
   describe('to a backend that cannot be reached', () => {
     let app: TestApp;
+    const recorder = recordEnds();
     before(async () => {
-      app = await startTestApp({ emulatorHost: `127.0.0.1:${await closedPort()}`, storeTimeoutMs: STORE_TIMEOUT_MS });
+      app = await startTestApp({ emulatorHost: `127.0.0.1:${await closedPort()}`, storeTimeoutMs: STORE_TIMEOUT_MS, wrapStore: recorder.wrapStore });
     });
     after(async () => {
       await app.close();
     });
 
     it('stops retrying at once', async () => {
-      const ended = await hangUp(app, `/v1/${app.instance}/insertData`, write(), 500);
-      expect(ended.loggedAfterMs).to.be.below(1000);
-      expect(ended.err).to.contain('caller disconnected');
+      const ended = await hangUp(app, recorder.ends, `/v1/${app.instance}/insertData`, write(), 500);
+      expect(ended.endedAfterMs).to.be.below(1000);
+      expect(ended.error).to.contain('caller disconnected');
+      expectAbandoned(ended.line);
     });
   });
 });

@@ -1,0 +1,68 @@
+import { Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+/**
+ * Seconds. prom-client's default buckets start at 5 ms; a Bigtable read near its data answers in
+ * about a millisecond, so two finer buckets come first.
+ */
+const DURATION_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+
+/** The route label of a request no route matched, so arbitrary paths never become label values. */
+export const UNMATCHED_ROUTE = '(unmatched)';
+
+/**
+ * Metrics is the Prometheus metric set of one app: created per app (not in prom-client's global
+ * registry), so several apps in one process (the tests) never share or clash.
+ */
+export interface Metrics {
+  /** Everything to expose: this app's metrics and the process-wide ones. */
+  readonly registry: Registry;
+  /** From the first byte of the request to the last of the response, by route template. */
+  readonly httpRequestDuration: Histogram<'method' | 'route' | 'status_code'>;
+  readonly httpRequestsInFlight: Gauge;
+  /** Each DataStore call, by store type, operation and outcome (StoreError code or OK). */
+  readonly storeOperationDuration: Histogram<'store' | 'operation' | 'code'>;
+}
+
+export function createMetrics(): Metrics {
+  const own = new Registry();
+  const httpRequestDuration = new Histogram({
+    name: 'kvcrud_http_request_duration_seconds',
+    help: 'HTTP requests by method, route template and status code: time from request to the end of the response.',
+    labelNames: ['method', 'route', 'status_code'] as const,
+    buckets: DURATION_BUCKETS,
+    registers: [own],
+  });
+  const httpRequestsInFlight = new Gauge({
+    name: 'kvcrud_http_requests_in_flight',
+    help: 'HTTP requests received and not yet answered.',
+    registers: [own],
+  });
+  const storeOperationDuration = new Histogram({
+    name: 'kvcrud_store_operation_duration_seconds',
+    help: 'Data store operations by store type, operation and outcome code (OK or the StoreError code), retries included.',
+    labelNames: ['store', 'operation', 'code'] as const,
+    buckets: DURATION_BUCKETS,
+    registers: [own],
+  });
+  return {
+    registry: Registry.merge([own, processRegistry()]),
+    httpRequestDuration,
+    httpRequestsInFlight,
+    storeOperationDuration,
+  };
+}
+
+let processMetrics: Registry | undefined;
+
+/**
+ * The default process metrics (CPU, memory, heap, event-loop lag, GC): one set per process, since
+ * prom-client's collectors (a GC observer, an event-loop delay monitor) are per process and
+ * cannot be stopped.
+ */
+function processRegistry(): Registry {
+  if (processMetrics === undefined) {
+    processMetrics = new Registry();
+    collectDefaultMetrics({ register: processMetrics });
+  }
+  return processMetrics;
+}
