@@ -37,6 +37,8 @@ describe('the Helm chart maps values to the service configuration', function () 
       MAX_INFLIGHT: '64',
       RATE_LIMIT_PER_SECOND: '20',
       SHUTDOWN_TIMEOUT_MS: '12000',
+      LOG_LEVEL: 'info',
+      METRICS_PORT: '9090',
       AUTH_MODE: 'apikey',
       AUTH_PROTECT_DOCS: 'false',
       AUTH_API_KEYS_FILE: '/etc/kvcrud/api-keys/keys.json',
@@ -52,6 +54,8 @@ describe('the Helm chart maps values to the service configuration', function () 
       rateLimitPerSecond: 20,
       shutdownTimeoutMs: 12_000,
       instanceIds: ['orders-prod', 'users-prod'],
+      logLevel: 'info',
+      metricsPort: 9090,
     });
     expect(config.store).to.deep.equal({ type: 'bigtable', projectId: 'my-project' });
   });

@@ -34,32 +34,31 @@ describe('the Helm chart optional resources', function () {
     expect(pdb['spec']).to.deep.equal({ selector: only(production, 'Deployment')['spec'].selector, minAvailable: 2 });
   });
 
-  it('admit traffic only to the HTTP port, from the listed peers, and restrict egress when asked', () => {
+  it('admit traffic only to the HTTP and metrics ports, from the listed peers, and restrict egress when asked', () => {
     const policy = only(production, 'NetworkPolicy');
     expect(policy['spec'].podSelector).to.deep.equal(only(production, 'Deployment')['spec'].selector);
     expect(policy['spec'].policyTypes).to.deep.equal(['Ingress', 'Egress']);
-    expect(policy['spec'].ingress).to.have.length(1);
-    expect(policy['spec'].ingress[0].ports).to.deep.equal([{ port: 'http', protocol: 'TCP' }]);
-    expect(policy['spec'].ingress[0].from.map((peer: Manifest) => peer['namespaceSelector'].matchLabels['kubernetes.io/metadata.name'])).to.deep.equal([
-      'shop',
-      'monitoring',
-    ]);
+    expect(policy['spec'].ingress.map((rule: Manifest) => rule['ports'])).to.deep.equal([[{ port: 'http', protocol: 'TCP' }], [{ port: 'metrics', protocol: 'TCP' }]]);
+    // No networkPolicy.metricsFrom: the scraper is among the API's peers (namespace monitoring).
+    for (const rule of policy['spec'].ingress as Manifest[]) {
+      expect(rule['from'].map((peer: Manifest) => peer['namespaceSelector'].matchLabels['kubernetes.io/metadata.name'])).to.deep.equal(['shop', 'monitoring']);
+    }
     expect(policy['spec'].egress).to.have.length(2);
   });
 
-  it('admit every source on the HTTP port only, and leave egress open, by default', async () => {
+  it('admit every source on the HTTP and metrics ports only, and leave egress open, by default', async () => {
     const manifests = await render(helm, { valuesFiles: ['ci/default-values.yaml'], set: { 'networkPolicy.enabled': true } });
     const policy = only(manifests, 'NetworkPolicy');
     expect(policy['spec'].policyTypes).to.deep.equal(['Ingress']);
-    expect(policy['spec'].ingress).to.deep.equal([{ ports: [{ port: 'http', protocol: 'TCP' }] }]);
+    expect(policy['spec'].ingress).to.deep.equal([{ ports: [{ port: 'http', protocol: 'TCP' }] }, { ports: [{ port: 'metrics', protocol: 'TCP' }] }]);
     expect(policy['spec']).to.not.have.property('egress');
   });
 
-  it('scrape /metrics on the HTTP port with a ServiceMonitor', () => {
+  it('scrape /metrics on the metrics port with a ServiceMonitor', () => {
     const monitor = only(production, 'ServiceMonitor');
     expect(monitor['apiVersion']).to.equal('monitoring.coreos.com/v1');
     expect(monitor['metadata'].labels).to.include({ release: 'prometheus' });
     expect(monitor['spec'].selector.matchLabels).to.deep.equal(only(production, 'Service')['spec'].selector);
-    expect(monitor['spec'].endpoints).to.deep.equal([{ port: 'http', path: '/metrics', interval: '15s', scrapeTimeout: '10s' }]);
+    expect(monitor['spec'].endpoints).to.deep.equal([{ port: 'metrics', path: '/metrics', interval: '15s', scrapeTimeout: '10s' }]);
   });
 });

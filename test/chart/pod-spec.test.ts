@@ -47,17 +47,23 @@ describe('the Helm chart pod spec', function () {
   }
 
   it('probes liveness on /healthz and readiness on /readyz, on the port the service listens on', async () => {
-    const manifests = await render(helm, { valuesFiles: ['ci/default-values.yaml'], set: { containerPort: 9090 } });
+    const manifests = await render(helm, { valuesFiles: ['ci/default-values.yaml'], set: { containerPort: 9000 } });
     const main = container(manifests);
-    expect(main['ports']).to.deep.equal([{ name: 'http', containerPort: 9090, protocol: 'TCP' }]);
-    expect(environment(manifests)['PORT']).to.equal('9090');
+    expect(main['ports']).to.deep.equal([
+      { name: 'http', containerPort: 9000, protocol: 'TCP' },
+      { name: 'metrics', containerPort: 9090, protocol: 'TCP' },
+    ]);
+    expect(environment(manifests)['PORT']).to.equal('9000');
     expect(main['livenessProbe']).to.deep.include({ httpGet: { path: '/healthz', port: 'http' } });
     expect(main['readinessProbe']).to.deep.include({ httpGet: { path: '/readyz', port: 'http' } });
     expect(main['startupProbe']).to.deep.include({ httpGet: { path: '/healthz', port: 'http' } });
     // /readyz answers within 800 ms by itself; the kubelet must not give up first.
     expect(main['readinessProbe'].timeoutSeconds * 1000).to.be.above(READY_CHECK_MS);
     const service = only(manifests, 'Service');
-    expect(service['spec'].ports).to.deep.equal([{ name: 'http', port: 8080, targetPort: 'http', protocol: 'TCP' }]);
+    expect(service['spec'].ports).to.deep.equal([
+      { name: 'http', port: 8080, targetPort: 'http', protocol: 'TCP' },
+      { name: 'metrics', port: 9090, targetPort: 'metrics', protocol: 'TCP' },
+    ]);
     expect(service['spec'].selector).to.deep.equal(only(manifests, 'Deployment')['spec'].selector.matchLabels);
   });
 

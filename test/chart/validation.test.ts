@@ -123,6 +123,36 @@ describe('the Helm chart refuses invalid values', function () {
       },
       problems: [/^auth\.apiKeys\.keys repeats a name/, /^auth\.apiKeys\.keys repeats a sha256/],
     },
+    {
+      name: 'a metrics port that is the container port and the Service port',
+      valuesFiles: ['ci/default-values.yaml'],
+      set: { 'metrics.port': 8080 },
+      problems: [/^metrics\.port \(8080\) must differ from containerPort \(8080\): the service serves \/metrics on a listener of its own/, /^metrics\.port \(8080\) must differ from service\.port \(8080\): the Service exposes both$/],
+    },
+    {
+      name: 'scraper peers for a metrics port that is not there',
+      valuesFiles: ['ci/default-values.yaml'],
+      set: { 'metrics.port': null, networkPolicy: { enabled: true, metricsFrom: [{ namespaceSelector: {} }] } },
+      problems: [/^networkPolicy\.metricsFrom needs metrics\.port: with \/metrics on the http port, the scraper must be in networkPolicy\.ingressFrom$/],
+    },
+    {
+      name: 'tracing values without an endpoint, since tracing would never start',
+      valuesFiles: ['ci/observability-values.yaml'],
+      set: { 'tracing.otlpEndpoint': '' },
+      problems: [/^tracing\.protocol, tracing\.sampler, tracing\.serviceName, tracing\.resourceAttributes, tracing\.samplerArg, tracing\.headersSecret\.existingSecret, networkPolicy\.tracingTo are set but tracing\.otlpEndpoint is empty: tracing starts only with an endpoint$/],
+    },
+    {
+      name: 'a sampler argument the sampler does not read',
+      valuesFiles: ['ci/default-values.yaml'],
+      set: { tracing: { otlpEndpoint: 'http://collector:4318', sampler: 'always_on', samplerArg: 0.5 } },
+      problems: [/^tracing\.samplerArg is only read by tracing\.sampler traceidratio or parentbased_traceidratio, not "always_on"$/],
+    },
+    {
+      name: 'scrape timeouts longer than their intervals',
+      valuesFiles: ['ci/default-values.yaml'],
+      set: { serviceMonitor: { enabled: true, interval: '30s', scrapeTimeout: '1m' }, podMonitoring: { enabled: true, interval: '500ms', timeout: '1s' } },
+      problems: [/^podMonitoring\.timeout \(1s\) is longer than podMonitoring\.interval \(500ms\)$/, /^serviceMonitor\.scrapeTimeout \(1m\) is longer than serviceMonitor\.interval \(30s\)$/],
+    },
   ];
 
   for (const { name, valuesFiles, set, problems } of cases) {
@@ -190,6 +220,34 @@ describe('the Helm chart refuses invalid values', function () {
       expect(result.stderr, path).to.contain(`at '${path}'`);
     }
     expect(result.stderr).to.match(/additional properties 'key' not allowed/);
+  });
+
+  it('checks the observability values with values.schema.json', async () => {
+    const result = await template(helm, {
+      valuesFiles: ['ci/default-values.yaml'],
+      set: {
+        logLevel: 'verbose',
+        'metrics.port': 70_000,
+        tracing: { otlpEndpoint: 'collector:4318', protocol: 'zipkin', sampler: 'ratio', samplerArg: 2, resourceAttributes: { 'team name': 'a,b' } },
+        'tracing.headersSecret.existingSecret': 'Otel_Auth',
+        'podMonitoring.interval': '30',
+      },
+    });
+    expect(result.code).to.not.equal(0);
+    expect(result.stderr).to.contain("values don't meet the specifications of the schema");
+    for (const path of [
+      '/logLevel',
+      '/metrics/port',
+      '/tracing/otlpEndpoint',
+      '/tracing/protocol',
+      '/tracing/sampler',
+      '/tracing/samplerArg',
+      '/tracing/resourceAttributes',
+      '/tracing/headersSecret/existingSecret',
+      '/podMonitoring/interval',
+    ]) {
+      expect(result.stderr, path).to.contain(`at '${path}`);
+    }
   });
 
   describe('NOTES.txt', () => {

@@ -196,3 +196,65 @@ kvcrud.oidcInCluster is "true" when the cluster's own service-account issuer is 
 {{- define "kvcrud.oidcInCluster" -}}
 {{- if and (include "kvcrud.oidcOn" .) .Values.auth.oidc.inCluster }}true{{ end }}
 {{- end }}
+
+{{/*
+kvcrud.metricsPort is METRICS_PORT: metrics.port when it is set and not 0, else empty (/metrics
+on the http port).
+*/}}
+{{- define "kvcrud.metricsPort" -}}
+{{- with .Values.metrics.port }}{{ int64 . }}{{ end }}
+{{- end }}
+
+{{/*
+kvcrud.metricsPortName is the name of the container port that serves /metrics.
+*/}}
+{{- define "kvcrud.metricsPortName" -}}
+{{- if include "kvcrud.metricsPort" . }}metrics{{ else }}http{{ end }}
+{{- end }}
+
+{{/*
+kvcrud.tracingOn is "true" when tracing.otlpEndpoint is set: only then does the service start
+the OpenTelemetry SDK.
+*/}}
+{{- define "kvcrud.tracingOn" -}}
+{{- if .Values.tracing.otlpEndpoint }}true{{ end }}
+{{- end }}
+
+{{/*
+kvcrud.otlpPort is the TCP port of tracing.otlpEndpoint: the URL's own, or its scheme's.
+*/}}
+{{- define "kvcrud.otlpPort" -}}
+{{- $url := urlParse .Values.tracing.otlpEndpoint }}
+{{- $port := regexFind "[0-9]+$" (regexFind ":[0-9]+$" $url.host) }}
+{{- if $port }}{{ $port }}{{ else if eq $url.scheme "https" }}443{{ else }}80{{ end }}
+{{- end }}
+
+{{/*
+kvcrud.serviceName is the traces' service.name: tracing.serviceName, or the release's full name.
+*/}}
+{{- define "kvcrud.serviceName" -}}
+{{- .Values.tracing.serviceName | default (include "kvcrud.fullname" .) }}
+{{- end }}
+
+{{/*
+kvcrud.resourceAttributes is OTEL_RESOURCE_ATTRIBUTES: where the pod runs (the $(POD_NAME) and
+$(POD_NAMESPACE) references are expanded by the kubelet from the env entries before it), then
+tracing.resourceAttributes in key order.
+*/}}
+{{- define "kvcrud.resourceAttributes" -}}
+{{- $attributes := list "k8s.pod.name=$(POD_NAME)" "k8s.namespace.name=$(POD_NAMESPACE)" (printf "k8s.deployment.name=%s" (include "kvcrud.fullname" .)) "k8s.container.name=kvcrud" }}
+{{- range $key, $value := .Values.tracing.resourceAttributes }}
+{{- $attributes = append $attributes (printf "%s=%s" $key $value) }}
+{{- end }}
+{{- join "," $attributes }}
+{{- end }}
+
+{{/*
+kvcrud.durationMs is a Prometheus duration of values.schema.json's form (e.g. 30s), in
+milliseconds.
+*/}}
+{{- define "kvcrud.durationMs" -}}
+{{- $number := int64 (regexFind "^[0-9]+" .) }}
+{{- $unit := regexFind "[a-z]+$" . }}
+{{- mul $number (get (dict "ms" 1 "s" 1000 "m" 60000 "h" 3600000) $unit) }}
+{{- end }}

@@ -106,6 +106,50 @@ rather than ignored, since whoever set them believes they protect the service. *
     {{- $problems = append $problems "auth.oidc is set but auth.mode does not include oidc" }}
   {{- end }}
 {{- end }}
+{{- /* observability: the service's rule on METRICS_PORT, and tracing values that would be ignored
+without an endpoint (the SDK is not even loaded then). */}}
+{{- with include "kvcrud.metricsPort" . }}
+  {{- if eq (int64 .) (int64 $v.containerPort) }}
+    {{- $problems = append $problems (printf "metrics.port (%s) must differ from containerPort (%d): the service serves /metrics on a listener of its own (set metrics.port to null to serve it on the http port)" . (int64 $v.containerPort)) }}
+  {{- end }}
+  {{- if eq (int64 .) (int64 $v.service.port) }}
+    {{- $problems = append $problems (printf "metrics.port (%s) must differ from service.port (%d): the Service exposes both" . (int64 $v.service.port)) }}
+  {{- end }}
+{{- else }}
+  {{- if $v.networkPolicy.metricsFrom }}
+    {{- $problems = append $problems "networkPolicy.metricsFrom needs metrics.port: with /metrics on the http port, the scraper must be in networkPolicy.ingressFrom" }}
+  {{- end }}
+{{- end }}
+{{- $tracing := $v.tracing }}
+{{- if not (include "kvcrud.tracingOn" .) }}
+  {{- $unused := list }}
+  {{- range $name := list "protocol" "sampler" "serviceName" "resourceAttributes" }}
+    {{- if get $tracing $name }}
+      {{- $unused = append $unused (printf "tracing.%s" $name) }}
+    {{- end }}
+  {{- end }}
+  {{- if ne (toString $tracing.samplerArg) "" }}
+    {{- $unused = append $unused "tracing.samplerArg" }}
+  {{- end }}
+  {{- if $tracing.headersSecret.existingSecret }}
+    {{- $unused = append $unused "tracing.headersSecret.existingSecret" }}
+  {{- end }}
+  {{- if $v.networkPolicy.tracingTo }}
+    {{- $unused = append $unused "networkPolicy.tracingTo" }}
+  {{- end }}
+  {{- if $unused }}
+    {{- $problems = append $problems (printf "%s %s set but tracing.otlpEndpoint is empty: tracing starts only with an endpoint" (join ", " $unused) (ternary "is" "are" (eq (len $unused) 1))) }}
+  {{- end }}
+{{- else if and (ne (toString $tracing.samplerArg) "") (not (has $tracing.sampler (list "traceidratio" "parentbased_traceidratio"))) }}
+  {{- $problems = append $problems (printf "tracing.samplerArg is only read by tracing.sampler traceidratio or parentbased_traceidratio, not %q" ($tracing.sampler | default "(the default) parentbased_always_on")) }}
+{{- end }}
+{{- range $name, $monitor := dict "serviceMonitor" (list $v.serviceMonitor.scrapeTimeout $v.serviceMonitor.interval "scrapeTimeout") "podMonitoring" (list $v.podMonitoring.timeout $v.podMonitoring.interval "timeout") }}
+  {{- $timeout := index $monitor 0 }}
+  {{- $interval := index $monitor 1 }}
+  {{- if gt (int64 (include "kvcrud.durationMs" $timeout)) (int64 (include "kvcrud.durationMs" $interval)) }}
+    {{- $problems = append $problems (printf "%s.%s (%s) is longer than %s.interval (%s)" $name (index $monitor 2) $timeout $name $interval) }}
+  {{- end }}
+{{- end }}
 {{- if $problems }}
 {{- fail (printf "\n\nkvcrud: invalid values:\n- %s\n" (join "\n- " $problems)) }}
 {{- end }}
