@@ -6,7 +6,7 @@ import { expect } from 'chai';
 import { tracingRequested } from '../../src/telemetry/tracing.ts';
 import { withOverrides } from '../support/store-faults.ts';
 import { type TestApp, startTestApp, useTestApp } from '../support/test-app.ts';
-import { closedPort } from '../support/ports.ts';
+import { closedPort } from '../support/fake-backends.ts';
 
 /** A caller's W3C trace context: a fresh trace id and the caller's span id. */
 function callerContext(): { traceId: string; parentSpanId: string; traceparent: string } {
