@@ -1,9 +1,12 @@
+import { randomBytes } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { SpanKind } from '@opentelemetry/api';
 import { expect } from 'chai';
 import { type KeyEntry, eventually, keysFile, newApiKey, replaceFile, tempDirectory } from '../support/access-files.ts';
 import { withOverrides } from '../support/store-faults.ts';
 import { useTestApp } from '../support/test-app.ts';
+import { spanRecorder } from '../support/tracing.ts';
 
 describe('API keys', () => {
   const files = tempDirectory();
@@ -44,6 +47,21 @@ describe('API keys', () => {
     const line = app().logs.find((entry) => entry['requestId'] === response.body.requestId && entry['level'] === 'error');
     expect(line).to.include({ principal: 'apikey:ops', status: 500 });
     expect(JSON.stringify(app().logs)).to.not.contain(admin.key);
+  });
+
+  it("puts the caller's name on its trace span, never its key", async () => {
+    spanRecorder.start();
+    try {
+      const traceId = randomBytes(16).toString('hex');
+      const traceparent = `00-${traceId}-${randomBytes(8).toString('hex')}-01`;
+      await app().api.get(`/v1/${app().instance}/readCellData?tableName=t&id=r`, { headers: { 'x-api-key': admin.key, traceparent } });
+      const spans = await spanRecorder.trace(traceId);
+      const server = spans.find((span) => span.kind === SpanKind.SERVER);
+      expect(server?.attributes).to.include({ 'enduser.id': 'apikey:ops' });
+      expect(JSON.stringify(spans.map((span) => span.attributes))).to.not.contain(admin.key);
+    } finally {
+      spanRecorder.stop();
+    }
   });
 
   it('answers 401 invalid_request for a malformed X-API-Key', async () => {

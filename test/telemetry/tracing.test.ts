@@ -120,7 +120,7 @@ describe('tracing', () => {
       expect(span.spanContext().spanId).to.equal(line?.['spanId']);
     });
 
-    it('puts the route and status on the server span, and no row key', async () => {
+    it('puts the route, the status and the caller on the server span, and no row key', async () => {
       const caller = callerContext();
       const path = `/v1/${app().instance}/readCellData?tableName=t&id=secret-row-key`;
       await app().api.get(path, { headers: { traceparent: caller.traceparent } });
@@ -130,6 +130,8 @@ describe('tracing', () => {
         'http.request.method': 'GET',
         'http.response.status_code': 404,
         'url.query': 'tableName=t&id=REDACTED',
+        // AUTH_MODE none: every caller is "anonymous" (test/auth checks named callers in the log).
+        'enduser.id': 'anonymous',
       });
       expect(JSON.stringify(spans.map((span) => span.attributes))).to.not.contain('secret-row-key');
     });

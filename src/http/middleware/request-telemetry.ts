@@ -70,15 +70,22 @@ interface TraceIds {
   readonly spanId?: string;
 }
 
-/** Names the server span by route (`GET /v1/:instanceID/readCellData`) and records a failure on it. */
+/**
+ * Names the server span by route (`GET /v1/:instanceID/readCellData`), puts the caller's name on
+ * it and records a failure on it.
+ */
 function annotateServerSpan(ctx: Context & { state: AppState }): void {
   const active = context.active();
   const rpc = getRPCMetadata(active);
   const route = routeTemplate(ctx);
   if (rpc?.type === RPCType.HTTP && route !== UNMATCHED_ROUTE) rpc.route = route;
   const span = trace.getSpan(active);
+  if (span === undefined) return;
+  // Who called (set by authentication; a name such as apikey:orders-svc, never a credential).
+  const principal: unknown = (ctx.state as { principal?: unknown }).principal;
+  if (typeof principal === 'string') span.setAttribute('enduser.id', principal);
   const problem = ctx.state.problem;
-  if (span === undefined || problem === undefined) return;
+  if (problem === undefined) return;
   span.setAttribute('kvcrud.problem.code', problem.code);
   // The instrumentation marks 5xx spans as errors; the exception says why.
   if (ctx.status >= 500 && problem.cause instanceof Error) span.recordException(problem.cause);
