@@ -22,7 +22,7 @@ import { metricsRoutes } from './http/routes/metrics.ts';
 import { v1Routes } from './http/routes/v1.ts';
 import { TableService } from './service/table-service.ts';
 import { InstrumentedStore } from './store/instrumented-store.ts';
-import type { DataStore } from './store/store.ts';
+import type { DataStore } from './store/legacy-store.ts';
 import { type Metrics, createMetrics } from './telemetry/metrics.ts';
 
 const VERSION = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;

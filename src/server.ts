@@ -8,7 +8,7 @@ import { shutDown } from './shutdown.ts';
 import { createHttpServer } from './http/http-server.ts';
 import { isStoreError } from './store/errors.ts';
 import { openStore } from './store/open-store.ts';
-import type { DataStore } from './store/store.ts';
+import type { DataStore } from './store/legacy-store.ts';
 import { createLogger } from './telemetry/logger.ts';
 import { createMetrics } from './telemetry/metrics.ts';
 import { flushTracing } from './telemetry/tracing.ts';

@@ -1,7 +1,7 @@
 import type { Server } from 'node:http';
 import type { Logger } from 'pino';
 import type { DrainState } from './http/drain-state.ts';
-import type { DataStore } from './store/store.ts';
+import type { DataStore } from './store/legacy-store.ts';
 
 /** Longest wait for the store to release its connections once the requests are done. */
 const STORE_CLOSE_TIMEOUT_MS = 3000;

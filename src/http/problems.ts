@@ -154,6 +154,10 @@ function describeStoreError(error: StoreError): { code: ErrorCode; detail: strin
       return { code: 'BACKEND_UNAVAILABLE', detail: 'The data store is unavailable. Retry later.' };
     case 'DEADLINE_EXCEEDED':
       return { code: 'DEADLINE_EXCEEDED', detail: 'The data store did not answer in time.' };
+    case 'INVALID_ARGUMENT':
+      return { code: 'VALIDATION_FAILED', detail: `The request is beyond the data store's limit ${error.limit ?? ''}.` };
+    // The service refuses what a store cannot do before calling it; reaching a store with it is a bug.
+    case 'UNIMPLEMENTED':
     case 'INTERNAL':
       return { code: 'INTERNAL', detail: INTERNAL_DETAIL };
   }

@@ -1,5 +1,5 @@
 import { isUtf8 } from 'node:buffer';
-import type { Cell } from '../store/store.ts';
+import type { Cell } from '../store/legacy-store.ts';
 import { formatTimestamp } from './timestamps.ts';
 
 /**

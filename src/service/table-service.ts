@@ -1,5 +1,5 @@
 import { isStoreError } from '../store/errors.ts';
-import type { CallOptions, DataStore } from '../store/store.ts';
+import type { CallOptions, DataStore } from '../store/legacy-store.ts';
 import { type CellInput, type CellOutput, cellBytes, toCellOutput } from './cells.ts';
 import { ApiError, IncompleteOperationError } from './errors.ts';
 import { WriteClock } from './timestamps.ts';

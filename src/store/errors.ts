@@ -1,3 +1,5 @@
+import type { StoreCapabilities, StoreLimits } from './store.ts';
+
 /**
  * StoreErrorCode is the closed set of failure categories an adapter may report. Callers act on
  * the code (and, for NOT_FOUND and ALREADY_EXISTS, the resource), never on the message.
@@ -7,6 +9,13 @@ export type StoreErrorCode =
   | 'NOT_FOUND'
   /** The resource to create exists already. */
   | 'ALREADY_EXISTS'
+  /**
+   * The request is beyond what the backend accepts, found only by the backend (the service
+   * checks the published limits first). `limit` names the StoreLimits field it broke.
+   */
+  | 'INVALID_ARGUMENT'
+  /** The request needs what this store cannot do. `capability` names the StoreCapabilities field. */
+  | 'UNIMPLEMENTED'
   /** The backend cannot be reached or refused the call for now; retrying later may succeed. */
   | 'UNAVAILABLE'
   /** The call did not finish before its deadline. */
@@ -21,6 +30,10 @@ export interface StoreErrorOptions {
   resource?: StoreResource;
   /** Name of the missing or existing resource, as the caller gave it. */
   name?: string;
+  /** INVALID_ARGUMENT: the StoreLimits field the request broke. */
+  limit?: keyof StoreLimits;
+  /** UNIMPLEMENTED: the StoreCapabilities field the request needs. */
+  capability?: keyof StoreCapabilities;
   cause?: unknown;
 }
 
@@ -32,6 +45,8 @@ export class StoreError extends Error {
   readonly code: StoreErrorCode;
   readonly resource: StoreResource | undefined;
   readonly resourceName: string | undefined;
+  readonly limit: keyof StoreLimits | undefined;
+  readonly capability: keyof StoreCapabilities | undefined;
 
   constructor(code: StoreErrorCode, message: string, options: StoreErrorOptions = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
@@ -39,6 +54,8 @@ export class StoreError extends Error {
     this.code = code;
     this.resource = options.resource;
     this.resourceName = options.name;
+    this.limit = options.limit;
+    this.capability = options.capability;
   }
 }
 

@@ -1,7 +1,7 @@
 import { type Attributes, type Span, SpanKind, SpanStatusCode, type Tracer } from '@opentelemetry/api';
 import type { Histogram } from 'prom-client';
 import { isStoreError } from './errors.ts';
-import type { CallOptions, Cell, CellWrite, DataStore, TableRef } from './store.ts';
+import type { CallOptions, Cell, CellWrite, DataStore, TableRef } from './legacy-store.ts';
 
 export interface StoreInstrumentation {
   /** Observes each call's duration, labelled by store type, operation and outcome code. */

@@ -1,7 +1,7 @@
 import type { Config } from '../config.ts';
 import { BigtableStore } from './bigtable/bigtable-store.ts';
 import { EmbeddedStore } from './embedded/embedded-store.ts';
-import type { DataStore } from './store.ts';
+import type { DataStore } from './legacy-store.ts';
 
 /**
  * openStore creates the configured DataStore: the one place that names the adapters. It throws a

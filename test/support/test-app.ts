@@ -7,7 +7,7 @@ import type { OidcTiming } from '../../src/auth/oidc.ts';
 import type { AuthConfig } from '../../src/config.ts';
 import { type ServerLimits, createHttpServer } from '../../src/http/http-server.ts';
 import { BigtableStore } from '../../src/store/bigtable/bigtable-store.ts';
-import type { DataStore } from '../../src/store/store.ts';
+import type { DataStore } from '../../src/store/legacy-store.ts';
 import { createLogger } from '../../src/telemetry/logger.ts';
 import { ApiClient } from './api-client.ts';
 import { type HarnessFactory, type StoreCapabilities, type StoreHarness, TEST_PROJECT, bigtableHarness } from './stores.ts';

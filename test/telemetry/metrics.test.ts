@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { expect } from 'chai';
 import { createMetrics } from '../../src/telemetry/metrics.ts';
-import type { TableRef, CallOptions } from '../../src/store/store.ts';
+import type { TableRef, CallOptions } from '../../src/store/legacy-store.ts';
 import { type Sample, parseSamples, sampleValue } from '../support/prometheus.ts';
 import { withOverrides } from '../support/store-faults.ts';
 import { type TestApp, startTestApp, useTestApp } from '../support/test-app.ts';

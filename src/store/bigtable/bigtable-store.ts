@@ -2,7 +2,7 @@ import { Bigtable, type BigtableOptions, admin as bigtableAdmin, v2, type protos
 import { Metadata } from '@grpc/grpc-js';
 import pRetry, { AbortError } from 'p-retry';
 import { StoreError, callerGone, isStoreError } from '../errors.ts';
-import type { CallOptions, Cell, CellWrite, DataStore, TableRef } from '../store.ts';
+import type { CallOptions, Cell, CellWrite, DataStore, TableRef } from '../legacy-store.ts';
 import { FamilyCache } from './family-cache.ts';
 import { isDeadline, isTransient, toStoreError } from './grpc-errors.ts';
 import { mergeRowChunks } from './row-chunks.ts';

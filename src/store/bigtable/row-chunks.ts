@@ -1,5 +1,5 @@
 import type { protos } from '@google-cloud/bigtable';
-import type { Cell } from '../store.ts';
+import type { Cell } from '../legacy-store.ts';
 
 type CellChunk = protos.google.bigtable.v2.ReadRowsResponse.ICellChunk;
 type Bytes = Uint8Array | string | null | undefined;

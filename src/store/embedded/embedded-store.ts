@@ -2,7 +2,7 @@ import { mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
 import { StoreError, callerGone } from '../errors.ts';
-import type { CallOptions, Cell, CellWrite, DataStore, TableRef } from '../store.ts';
+import type { CallOptions, Cell, CellWrite, DataStore, TableRef } from '../legacy-store.ts';
 import { GroupCommit } from './group-commit.ts';
 import { migrate } from './schema.ts';
 

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { blackHole, closedPort } from '../../support/fake-backends.ts';
-import type { DataStore } from '../../../src/store/store.ts';
+import type { DataStore } from '../../../src/store/legacy-store.ts';
 import { withOverrides } from '../../support/store-faults.ts';
 import { type TestApp, startTestApp, useTestApp } from '../../support/test-app.ts';
 

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { isStoreError } from '../../../src/store/errors.ts';
-import type { DataStore } from '../../../src/store/store.ts';
+import type { DataStore } from '../../../src/store/legacy-store.ts';
 import { embeddedHarness } from '../../support/stores.ts';
 
 describe('embedded store: a write whose caller has gone', () => {

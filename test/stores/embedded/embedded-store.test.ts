@@ -5,7 +5,7 @@ import { DatabaseSync } from 'node:sqlite';
 import { expect } from 'chai';
 import { isStoreError } from '../../../src/store/errors.ts';
 import { DATABASE_FILE, EmbeddedStore } from '../../../src/store/embedded/embedded-store.ts';
-import type { CellWrite } from '../../../src/store/store.ts';
+import type { CellWrite } from '../../../src/store/legacy-store.ts';
 
 /** What the conformance suite cannot see through HTTP: group commit, closing, schema versions. */
 describe('EmbeddedStore', () => {
