@@ -1,0 +1,68 @@
+import { accessSync, constants } from 'node:fs';
+import Joi from 'joi';
+import type { StoreDriver } from '../driver.ts';
+import type { DataStore } from '../store.ts';
+import { BigtableStore } from './bigtable-store.ts';
+import { BIGTABLE_CAPABILITIES, BIGTABLE_LIMITS } from './limits.ts';
+
+export interface BigtableSettings {
+  readonly projectId: string;
+  /** host:port of a Bigtable emulator; when set, no credentials or metadata server are consulted. */
+  readonly emulatorHost?: string;
+  /** A service account key file; otherwise application default credentials (Workload Identity on GKE). */
+  readonly credentialsFile?: string;
+}
+
+// Project IDs go into resource names (projects/{id}/...), so nothing that could break the path.
+// Legacy domain-scoped IDs ("example.com:my-project") are allowed.
+const PROJECT_ID = /^[a-z][-a-z0-9.:]{2,98}[a-z0-9]$/;
+
+function readableFile(path: string, helpers: Joi.CustomHelpers): string | Joi.ErrorReport {
+  try {
+    accessSync(path, constants.R_OK);
+    return path;
+  } catch {
+    return helpers.message({ custom: `{{#label}} "${path}" cannot be read` });
+  }
+}
+
+const settings = Joi.object<BigtableSettings>({
+  projectId: Joi.string().trim().pattern(PROJECT_ID).required().messages({ 'string.pattern.base': '{{#label}} "{{#value}}" is not a valid project ID' }),
+  emulatorHost: Joi.string()
+    .trim()
+    .pattern(/^[A-Za-z0-9.-]+:([1-9][0-9]{0,4})$/)
+    .messages({ 'string.pattern.base': '{{#label}} must be host:port, got "{{#value}}"' }),
+  // Against the emulator no credentials are read at all, so the file is neither checked nor kept.
+  credentialsFile: Joi.when('emulatorHost', {
+    is: Joi.exist(),
+    then: Joi.any().strip(),
+    otherwise: Joi.string().trim().custom(readableFile),
+  }),
+});
+
+/** bigtableDriver serves Cloud Bigtable instances through the official client's generated gRPC clients. */
+export const bigtableDriver: StoreDriver<BigtableSettings> = {
+  name: 'bigtable',
+  // Bigtable's own rule: 6-33 characters, a lowercase letter first, no trailing hyphen.
+  instanceId: {
+    pattern: /^[a-z][-a-z0-9]{4,31}[a-z0-9]$/,
+    rule: '6-33 characters: lowercase letters, digits and hyphens, starting with a letter',
+  },
+  settings,
+  fromEnvironment: (env) => ({
+    projectId: env['GOOGLE_CLOUD_PROJECT'],
+    emulatorHost: env['BIGTABLE_EMULATOR_HOST'],
+    credentialsFile: env['GOOGLE_APPLICATION_CREDENTIALS'],
+  }),
+  capabilities: BIGTABLE_CAPABILITIES,
+  limits: BIGTABLE_LIMITS,
+  describe: (bigtable) => ({
+    projectId: bigtable.projectId,
+    ...(bigtable.emulatorHost === undefined ? { credentials: bigtable.credentialsFile ?? 'application default' } : { emulatorHost: bigtable.emulatorHost }),
+  }),
+  open: (store) =>
+    Promise.resolve(
+      // Until BigtableStore implements the v2 DataStore.
+      new BigtableStore({ ...store.settings, instanceIds: store.instances }) as unknown as DataStore,
+    ),
+};

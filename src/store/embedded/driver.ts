@@ -1,0 +1,32 @@
+import { resolve } from 'node:path';
+import Joi from 'joi';
+import type { StoreDriver } from '../driver.ts';
+import type { DataStore } from '../store.ts';
+import { EmbeddedStore } from './embedded-store.ts';
+import { EMBEDDED_CAPABILITIES, EMBEDDED_LIMITS } from './limits.ts';
+
+export interface EmbeddedSettings {
+  /** Directory of the store's database, as configured (relative to the working directory). */
+  readonly dataDir: string;
+}
+
+const settings = Joi.object<EmbeddedSettings>({
+  dataDir: Joi.string().trim().default('./data'),
+});
+
+/** embeddedDriver keeps the data in a SQLite database in one local directory: no cloud, no emulator. */
+export const embeddedDriver: StoreDriver<EmbeddedSettings> = {
+  name: 'embedded',
+  // The embedded store names instances itself: Bigtable's alphabet, but from one character ("local").
+  instanceId: {
+    pattern: /^[a-z](?:[-a-z0-9]{0,31}[a-z0-9])?$/,
+    rule: '1-33 characters: lowercase letters, digits and hyphens, starting with a letter',
+  },
+  settings,
+  fromEnvironment: (env) => ({ dataDir: env['DATA_DIR'] }),
+  capabilities: EMBEDDED_CAPABILITIES,
+  limits: EMBEDDED_LIMITS,
+  describe: (embedded) => ({ dataDir: resolve(embedded.dataDir) }),
+  // Until EmbeddedStore implements the v2 DataStore.
+  open: (store) => Promise.resolve(EmbeddedStore.open(store.settings) as unknown as DataStore),
+};

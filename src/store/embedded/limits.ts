@@ -1,0 +1,29 @@
+import type { StoreCapabilities, StoreLimits } from '../store.ts';
+
+const MIB = 1024 * 1024;
+
+/** The embedded store keeps every version and enforces both retention bounds itself. */
+export const EMBEDDED_CAPABILITIES: StoreCapabilities = Object.freeze({
+  multipleVersions: true,
+  maxAge: true,
+  reverseScan: true,
+});
+
+/**
+ * Bounds as Bigtable's, so that data moves between the two unchanged; SQLite itself allows more
+ * (a BLOB of up to 1 GB).
+ */
+export const EMBEDDED_LIMITS: StoreLimits = Object.freeze({
+  keyBytes: 4096,
+  columnBytes: 16 * 1024,
+  valueBytes: 100 * MIB,
+  mutationsPerRow: 100_000,
+  bytesPerRow: 256 * MIB,
+  entriesPerBatch: 1000,
+  mutationsPerBatch: 100_000,
+  bytesPerBatch: 256 * MIB,
+  rowsPerPage: 1000,
+  familiesPerTable: 100,
+  versionsPerRead: 1000,
+  timestampGranularityMicros: 1000,
+});
