@@ -1,4 +1,5 @@
 import { ApiError, type ErrorCode, IncompleteOperationError } from '../service/errors.ts';
+import { INTERNAL_DETAIL, apiErrorOf } from '../service/store-errors.ts';
 import { type StoreError, isStoreError } from '../store/errors.ts';
 
 /** What each error code means over HTTP. The one table the error middleware and the OpenAPI document share. */
@@ -31,6 +32,11 @@ export const PROBLEM_TYPES: Readonly<Record<ErrorCode, { status: number; title: 
     title: 'Permission denied',
     description: "The caller's grant does not give the role this operation needs on this instance.",
   },
+  STORE_NOT_FOUND: {
+    status: 404,
+    title: 'Store not found',
+    description: 'The store in the path is not one this service is configured to serve (GET /v2/stores lists them).',
+  },
   INSTANCE_NOT_FOUND: {
     status: 404,
     title: 'Instance not found',
@@ -50,6 +56,20 @@ export const PROBLEM_TYPES: Readonly<Record<ErrorCode, { status: number; title: 
     description: 'The path exists but not with this method; the `Allow` header lists the methods it has.',
   },
   TABLE_ALREADY_EXISTS: { status: 409, title: 'Table already exists', description: 'A table with this name exists in the instance.' },
+  INVALID_PAGE_TOKEN: {
+    status: 400,
+    title: 'Invalid page token',
+    description:
+      'The page token is not one of this scan: it belongs to another table or query, or was altered. Send the previous ' +
+      "page's `nextPageToken` with the same table and query parameters (only pageSize may change).",
+  },
+  NOT_SUPPORTED_BY_STORE: {
+    status: 501,
+    title: 'Not supported by the store',
+    description:
+      "The request needs something the store cannot do; `capability` names it among the store's published capabilities " +
+      '(GET /v2/stores). Nothing was done.',
+  },
   BACKEND_UNAVAILABLE: {
     status: 503,
     title: 'Backend unavailable',
@@ -129,7 +149,6 @@ export function toProblem(error: unknown, request: { path: string; requestId: st
   };
 }
 
-const INTERNAL_DETAIL = 'The service failed unexpectedly. Report the requestId to the operators.';
 
 function describe(error: unknown): { code: ErrorCode; detail: string } & Record<string, unknown> {
   if (error instanceof ApiError) return { ...error.extensions, code: error.code, detail: error.detail };
@@ -137,28 +156,7 @@ function describe(error: unknown): { code: ErrorCode; detail: string } & Record<
   return { code: 'INTERNAL', detail: INTERNAL_DETAIL };
 }
 
-function describeStoreError(error: StoreError): { code: ErrorCode; detail: string } {
-  const name = error.resourceName ?? '';
-  switch (error.code) {
-    case 'NOT_FOUND':
-      if (error.resource === 'columnFamily') {
-        return { code: 'COLUMN_FAMILY_NOT_FOUND', detail: `Column family "${name}" does not exist in the table. Nothing was written.` };
-      }
-      if (error.resource === 'instance') {
-        return { code: 'INSTANCE_NOT_FOUND', detail: `Instance "${name}" does not exist in the data store.` };
-      }
-      return { code: 'TABLE_NOT_FOUND', detail: `Table "${name}" does not exist in the instance.` };
-    case 'ALREADY_EXISTS':
-      return { code: 'TABLE_ALREADY_EXISTS', detail: `Table "${name}" already exists in the instance.` };
-    case 'UNAVAILABLE':
-      return { code: 'BACKEND_UNAVAILABLE', detail: 'The data store is unavailable. Retry later.' };
-    case 'DEADLINE_EXCEEDED':
-      return { code: 'DEADLINE_EXCEEDED', detail: 'The data store did not answer in time.' };
-    case 'INVALID_ARGUMENT':
-      return { code: 'VALIDATION_FAILED', detail: `The request is beyond the data store's limit ${error.limit ?? ''}.` };
-    // The service refuses what a store cannot do before calling it; reaching a store with it is a bug.
-    case 'UNIMPLEMENTED':
-    case 'INTERNAL':
-      return { code: 'INTERNAL', detail: INTERNAL_DETAIL };
-  }
+function describeStoreError(error: StoreError): { code: ErrorCode; detail: string } & Record<string, unknown> {
+  const mapped = apiErrorOf(error);
+  return { ...mapped.extensions, code: mapped.code, detail: mapped.detail };
 }

@@ -44,21 +44,74 @@ function pad(value: bigint, width: number): string {
   return value.toString().padStart(width, '0');
 }
 
+/** The largest timestamp a store keeps: Bigtable's, a signed 64-bit count of microseconds. */
+export const MAX_TIMESTAMP_MICROS = 9_223_372_036_854_775_807n;
+
+// Years of four digits, or six with a sign (ISO 8601 expanded, as formatTimestamp writes them);
+// up to six fractional digits; Z or a numeric offset.
+const RFC_3339 = /^(\d{4}|[+-]\d{6})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,6}))?(?:([Zz])|([+-])(\d{2}):(\d{2}))$/;
+
 /**
- * WriteClock assigns write timestamps: the wall clock in microseconds, at millisecond granularity
- * (Bigtable's default), and never earlier than one it assigned before, so a clock stepping back
- * cannot make a newer write hide behind an older one written by this process.
+ * parseTimestamp reads an RFC 3339 timestamp, as formatTimestamp writes it or with a numeric
+ * offset, into microseconds since the epoch; or returns undefined when the text is not one, names
+ * a date that does not exist, has more than microsecond precision, or lies outside
+ * 0..MAX_TIMESTAMP_MICROS. Leap seconds (:60) are refused: stores count microseconds without them.
+ */
+export function parseTimestamp(text: string): bigint | undefined {
+  const match = RFC_3339.exec(text);
+  if (match === null) return undefined;
+  const [, yearText = '', monthText = '', dayText = '', hourText = '', minuteText = '', secondText = ''] = match;
+  const [fraction = '', zulu, sign, offsetHourText = '0', offsetMinuteText = '0'] = match.slice(7);
+  const year = BigInt(yearText);
+  const month = BigInt(monthText);
+  const day = BigInt(dayText);
+  const [hour, minute, second] = [Number(hourText), Number(minuteText), Number(secondText)];
+  const [offsetHour, offsetMinute] = [Number(offsetHourText), Number(offsetMinuteText)];
+  if (yearText === '-000000' || month < 1n || month > 12n || day < 1n || day > daysInMonth(year, month)) return undefined;
+  if (hour > 23 || minute > 59 || second > 59 || offsetHour > 23 || offsetMinute > 59) return undefined;
+  const offsetSeconds = zulu === undefined ? (sign === '-' ? -1 : 1) * (offsetHour * 3600 + offsetMinute * 60) : 0;
+  const seconds = daysFromCivil(year, month, day) * 86_400n + BigInt(hour * 3600 + minute * 60 + second - offsetSeconds);
+  const micros = seconds * 1_000_000n + BigInt(fraction.padEnd(6, '0'));
+  return micros < 0n || micros > MAX_TIMESTAMP_MICROS ? undefined : micros;
+}
+
+function isLeapYear(year: bigint): boolean {
+  return (year % 4n === 0n && year % 100n !== 0n) || year % 400n === 0n;
+}
+
+function daysInMonth(year: bigint, month: bigint): bigint {
+  if (month === 2n) return isLeapYear(year) ? 29n : 28n;
+  return [4n, 6n, 9n, 11n].includes(month) ? 30n : 31n;
+}
+
+/** Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's days_from_civil). */
+function daysFromCivil(year: bigint, month: bigint, day: bigint): bigint {
+  const y = month <= 2n ? year - 1n : year;
+  const era = (y >= 0n ? y : y - 399n) / 400n;
+  const yearOfEra = y - era * 400n;
+  const dayOfYear = (153n * (month > 2n ? month - 3n : month + 9n) + 2n) / 5n + day - 1n;
+  const dayOfEra = yearOfEra * 365n + yearOfEra / 4n - yearOfEra / 100n + dayOfYear;
+  return era * 146_097n + dayOfEra - 719_468n;
+}
+
+/**
+ * WriteClock assigns the write timestamps of one store: the wall clock in microseconds, rounded
+ * down to the store's granularity (milliseconds, Bigtable's default, unless given), and never
+ * earlier than one it assigned before, so a clock stepping back cannot make a newer write hide
+ * behind an older one written by this process.
  */
 export class WriteClock {
   #last = 0n;
   readonly #now: () => number;
+  readonly #granularity: bigint;
 
-  constructor(now: () => number = Date.now) {
+  constructor(now: () => number = Date.now, granularityMicros = 1000) {
     this.#now = now;
+    this.#granularity = BigInt(granularityMicros);
   }
 
   next(): bigint {
-    const now = BigInt(Math.floor(this.#now())) * 1000n;
+    const now = (BigInt(Math.floor(this.#now() * 1000)) / this.#granularity) * this.#granularity;
     if (now > this.#last) this.#last = now;
     return this.#last;
   }

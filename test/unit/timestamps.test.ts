@@ -1,5 +1,6 @@
 import { expect } from 'chai';
-import { WriteClock, formatTimestamp } from '../../src/service/timestamps.ts';
+import fc from 'fast-check';
+import { MAX_TIMESTAMP_MICROS, WriteClock, formatTimestamp, parseTimestamp } from '../../src/service/timestamps.ts';
 
 describe('formatTimestamp', () => {
   it('renders microseconds as RFC 3339 UTC with six fractional digits', () => {
@@ -43,5 +44,48 @@ describe('WriteClock', () => {
     expect(clock.next()).to.equal(2_000_000n);
     now = 3_000;
     expect(clock.next()).to.equal(3_000_000n);
+  });
+});
+
+describe('parseTimestamp', () => {
+  it('reads what formatTimestamp writes', () => {
+    fc.assert(
+      fc.property(fc.bigInt({ min: 0n, max: MAX_TIMESTAMP_MICROS }), (micros) => {
+        expect(parseTimestamp(formatTimestamp(micros))).to.equal(micros);
+      }),
+      { numRuns: 2000 },
+    );
+  });
+
+  it('takes offsets, fewer fractional digits, and none', () => {
+    expect(parseTimestamp('2026-11-21T05:27:00+01:00')).to.equal(parseTimestamp('2026-11-21T04:27:00.000000Z'));
+    expect(parseTimestamp('2026-11-21T04:27:00.5Z')).to.equal(1_795_235_220_500_000n);
+    expect(parseTimestamp('1970-01-01T00:00:00Z')).to.equal(0n);
+  });
+
+  it('refuses what is not an RFC 3339 timestamp of a real date within range', () => {
+    for (const text of [
+      '',
+      '2026-11-21',
+      '2026-11-21T04:27:00',
+      '2026-11-21T04:27:00.1234567Z',
+      '2026-02-29T00:00:00Z',
+      '2026-13-01T00:00:00Z',
+      '2026-11-21T24:00:00Z',
+      '2026-11-21T23:59:60Z',
+      '1969-12-31T23:59:59.999999Z',
+      '+294247-01-10T04:00:54.775808Z',
+      ' 2026-11-21T04:27:00Z',
+    ]) {
+      expect(parseTimestamp(text), text).to.equal(undefined);
+    }
+    expect(parseTimestamp('2024-02-29T00:00:00Z')).to.not.equal(undefined);
+  });
+});
+
+describe('WriteClock at a store granularity', () => {
+  it('rounds down to the granularity', () => {
+    expect(new WriteClock(() => 1_700_000_000_123.9, 1).next()).to.equal(1_700_000_000_123_900n);
+    expect(new WriteClock(() => 1_700_000_000_123.9, 1_000_000).next()).to.equal(1_700_000_000_000_000n);
   });
 });

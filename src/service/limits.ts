@@ -1,0 +1,70 @@
+import type { StoreCapabilities, StoreLimits } from '../store/store.ts';
+import { ApiError } from './errors.ts';
+import { MAX_PAGE_TOKEN_CHARS } from './page-tokens.ts';
+
+const MIB = 1024 * 1024;
+
+/**
+ * The service's own bounds, the same for every store; published with each store's limits, so
+ * that a caller finds every bound of a request in one place.
+ */
+export const SERVICE_LIMITS = Object.freeze({
+  /** Most tables in one batch delete. */
+  tablesPerBatchDelete: 100,
+  /** Most column selectors (`columns`) in one read or scan. */
+  columnsPerRead: 100,
+  /**
+   * Most bytes of keys, columns and values in one scan page: the page ends before the row that
+   * would pass it (a page always holds at least one row, however large).
+   */
+  pageBytes: 16 * MIB,
+  /** Longest page token, in characters. */
+  pageTokenChars: MAX_PAGE_TOKEN_CHARS,
+});
+
+/** Rows in a scan page when the request does not say. */
+export const DEFAULT_PAGE_SIZE = 100;
+
+export type PublishedLimits = StoreLimits & typeof SERVICE_LIMITS;
+
+/** What GET /v2/stores publishes as a store's `limits`: its own and the service's. */
+export function publishedLimits(limits: StoreLimits): PublishedLimits {
+  return { ...limits, ...SERVICE_LIMITS };
+}
+
+/**
+ * overLimit is the 400 for a request beyond a published bound, naming the bound (`limit`) and the
+ * field (`errors[0].path`). Nothing was sent to the store.
+ */
+export function overLimit(limit: keyof PublishedLimits, path: string, message: string): ApiError {
+  return new ApiError('VALIDATION_FAILED', `${message} (limit ${limit}).`, { limit, errors: [{ path, message }] });
+}
+
+/** overLimit for a byte string longer than `max`. */
+export function tooManyBytes(limit: keyof PublishedLimits, path: string, bytes: number, max: number): ApiError {
+  return overLimit(limit, path, `${path || 'the request'} is ${bytes} bytes, more than the ${max} this store takes`);
+}
+
+/** overLimit for a list longer than `max`. */
+export function tooMany(limit: keyof PublishedLimits, path: string, count: number, max: number, what: string): ApiError {
+  return overLimit(limit, path, `${path || 'the request'} has ${count} ${what}, more than the ${max} this store takes`);
+}
+
+/** What each capability lets a request do, for the 501's detail. */
+const CAPABILITY_USES: Readonly<Record<keyof StoreCapabilities, string>> = {
+  multipleVersions: 'keep or read more than the latest version of a column',
+  maxAge: 'expire versions by age (maxAgeSeconds)',
+  reverseScan: 'scan in reverse key order',
+};
+
+/**
+ * notSupported is the 501 for a request that needs a capability the store lacks; nothing was
+ * sent to the store. `capability` names the field of the store's published capabilities.
+ */
+export function notSupported(store: string, capability: keyof StoreCapabilities): ApiError {
+  return new ApiError(
+    'NOT_SUPPORTED_BY_STORE',
+    `Store "${store}" cannot ${CAPABILITY_USES[capability]} (capability ${capability}).`,
+    { capability },
+  );
+}

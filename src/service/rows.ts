@@ -1,0 +1,217 @@
+import type { NamedStore } from '../store/store-set.ts';
+import type { ColumnSelector, ReadSelection, Row, RowMutations, TableRef } from '../store/store.ts';
+import { isStoreError } from '../store/errors.ts';
+import { ApiError } from './errors.ts';
+import { prefixRange } from './key-ranges.ts';
+import { SERVICE_LIMITS, notSupported, overLimit, tooMany, tooManyBytes } from './limits.ts';
+import { type MutationFields, type MutationInput, checkKey, checkRowMutations, withTimestamps } from './mutations.ts';
+import { type ScanQuery, decodePageToken } from './page-tokens.ts';
+import { type RequestOptions, callOptions } from './requests.ts';
+import { type ScanPage, readPage } from './scan-pages.ts';
+import { apiErrorOf } from './store-errors.ts';
+import type { StoreDirectory } from './stores.ts';
+import type { TableTarget } from './tables.ts';
+import { WriteClock } from './timestamps.ts';
+
+export type { MutationFields, MutationInput, ScanPage };
+
+/** Which cells of a row to read: some columns or families (all when absent), and how many versions of each. */
+export interface Selection {
+  readonly columns?: readonly ColumnSelector[] | undefined;
+  readonly versions: number;
+}
+
+/** The names of the request fields a selection comes from, for errors. */
+export interface SelectionFields {
+  readonly columns: string;
+  readonly versions: string;
+}
+
+const SELECTION_FIELDS: SelectionFields = { columns: 'columns', versions: 'versions' };
+
+/** One entry of a batch write. */
+export interface EntryInput {
+  readonly key: Buffer;
+  readonly mutations: readonly MutationInput[];
+  readonly fields: MutationFields;
+}
+
+/** A scan as a request asks for it: `prefix` excludes `start` and `end`. */
+export interface ScanInput extends Selection {
+  readonly start?: Buffer | undefined;
+  readonly end?: Buffer | undefined;
+  readonly prefix?: Buffer | undefined;
+  readonly reverse: boolean;
+  /** Most rows over all pages; undefined for no limit. */
+  readonly limit?: number | undefined;
+  readonly pageSize: number;
+  readonly pageToken?: string | undefined;
+}
+
+export interface RowServiceDeps {
+  readonly stores: StoreDirectory;
+  /** Deadline of each store call, from when the service makes it. */
+  readonly storeTimeoutMs: number;
+  /** The wall clock for write timestamps, in milliseconds; Date.now unless given. */
+  readonly now?: () => number;
+}
+
+/**
+ * RowService holds the rules for rows that do not depend on HTTP: every request is checked
+ * against the target store's published limits and capabilities before the store is called
+ * (a 400 naming the limit, a 501 naming the capability), write timestamps are assigned at the
+ * store's granularity, prefixes become key ranges, and scans are paged with tokens
+ * (page-tokens.ts, scan-pages.ts). Inputs have passed the request schemas already.
+ */
+export class RowService {
+  readonly #stores: StoreDirectory;
+  readonly #timeoutMs: number;
+  readonly #clocks = new Map<string, WriteClock>();
+  readonly #now: () => number;
+
+  constructor(deps: RowServiceDeps) {
+    this.#stores = deps.stores;
+    this.#timeoutMs = deps.storeTimeoutMs;
+    this.#now = deps.now ?? Date.now;
+  }
+
+  /** The row with the selected cells, or null when it has none. */
+  async read(target: TableTarget, key: Buffer, selection: Selection, keyField: string, request: RequestOptions = {}): Promise<Row | null> {
+    const named = this.#stores.instance(target.store, target.instance);
+    checkKey(named.store.limits, key, keyField);
+    const [row] = await named.store.readRows(ref(target), [key], this.#selection(named, selection), callOptions(this.#timeoutMs, request));
+    return row ?? null;
+  }
+
+  /** One answer per key, in the order of `keys` (which may repeat): the row, or null when it has no selected cell. */
+  async readMany(target: TableTarget, keys: readonly Buffer[], selection: Selection, request: RequestOptions = {}): Promise<Array<Row | null>> {
+    const named = this.#stores.instance(target.store, target.instance);
+    const { limits } = named.store;
+    if (keys.length > limits.entriesPerBatch) throw tooMany('entriesPerBatch', 'keys', keys.length, limits.entriesPerBatch, 'keys');
+    for (const [index, key] of keys.entries()) checkKey(limits, key, `keys[${index}]`);
+    return named.store.readRows(ref(target), keys, this.#selection(named, selection), callOptions(this.#timeoutMs, request));
+  }
+
+  /**
+   * Applies the mutations to the row atomically and in order. Sets without a timestamp all get
+   * the same one, assigned now at the store's granularity. Resolves to the number applied.
+   */
+  async mutate(target: TableTarget, key: Buffer, mutations: readonly MutationInput[], fields: MutationFields, request: RequestOptions = {}): Promise<number> {
+    const named = this.#stores.instance(target.store, target.instance);
+    checkRowMutations(named.store.limits, key, mutations, fields);
+    const timestamp = this.#clock(named).next();
+    await named.store.mutateRow(ref(target), key, withTimestamps(mutations, timestamp), callOptions(this.#timeoutMs, request));
+    return mutations.length;
+  }
+
+  /**
+   * Applies each entry atomically on its own, the batch not. Resolves to one result per entry, in
+   * entry order: undefined when applied, or the error of that entry alone. An entry beyond a
+   * per-row limit fails on its own and is not sent to the store; a batch beyond a per-batch limit
+   * is refused as a whole, and so is one the store fails as a whole (missing table, deadline).
+   */
+  async mutateMany(target: TableTarget, entries: readonly EntryInput[], request: RequestOptions = {}): Promise<Array<ApiError | undefined>> {
+    const named = this.#stores.instance(target.store, target.instance);
+    const { limits } = named.store;
+    if (entries.length > limits.entriesPerBatch) {
+      throw tooMany('entriesPerBatch', 'entries', entries.length, limits.entriesPerBatch, 'entries');
+    }
+    const mutationCount = entries.reduce((sum, entry) => sum + entry.mutations.length, 0);
+    if (mutationCount > limits.mutationsPerBatch) {
+      throw tooMany('mutationsPerBatch', 'entries', mutationCount, limits.mutationsPerBatch, 'mutations');
+    }
+
+    const results: Array<ApiError | undefined> = [];
+    const accepted: number[] = [];
+    let bytes = 0;
+    for (const [index, entry] of entries.entries()) {
+      try {
+        bytes += checkRowMutations(limits, entry.key, entry.mutations, entry.fields);
+        accepted.push(index);
+        results.push(undefined);
+      } catch (error) {
+        if (!(error instanceof ApiError)) throw error;
+        results.push(error);
+      }
+    }
+    if (bytes > limits.bytesPerBatch) throw tooManyBytes('bytesPerBatch', 'entries', bytes, limits.bytesPerBatch);
+    if (accepted.length === 0) return results;
+
+    const timestamp = this.#clock(named).next();
+    const batch: RowMutations[] = accepted.map((index) => {
+      const entry = entries[index] as EntryInput;
+      return { key: entry.key, mutations: withTimestamps(entry.mutations, timestamp) };
+    });
+    const outcomes = await named.store.mutateRows(ref(target), batch, callOptions(this.#timeoutMs, request));
+    for (const [position, index] of accepted.entries()) {
+      const outcome = outcomes[position];
+      if (outcome !== undefined) results[index] = isStoreError(outcome) ? apiErrorOf(outcome) : outcome;
+    }
+    return results;
+  }
+
+  /**
+   * One page of rows in key byte order (descending with `reverse`), from the page token's
+   * position when there is one. The token is bound to the table and to the query: range,
+   * direction, columns, versions and limit (pageSize may change between pages).
+   */
+  async scan(target: TableTarget, input: ScanInput, request: RequestOptions = {}): Promise<ScanPage> {
+    const named = this.#stores.instance(target.store, target.instance);
+    const { limits, capabilities } = named.store;
+    if (input.reverse && !capabilities.reverseScan) throw notSupported(named.name, 'reverseScan');
+    if (input.pageSize > limits.rowsPerPage) {
+      throw overLimit('rowsPerPage', 'pageSize', `pageSize is ${input.pageSize}, more than the ${limits.rowsPerPage} rows a page of this store holds`);
+    }
+    for (const [field, bound] of [['start', input.start], ['end', input.end], ['prefix', input.prefix]] as const) {
+      if (bound !== undefined && bound.length > limits.keyBytes) throw tooManyBytes('keyBytes', field, bound.length, limits.keyBytes);
+    }
+    const selection = this.#selection(named, input);
+    const range = input.prefix === undefined ? { ...optional('start', input.start), ...optional('end', input.end) } : prefixRange(input.prefix);
+    const query: ScanQuery = { store: named.name, instance: target.instance, table: target.table, range, reverse: input.reverse, ...selection, limit: input.limit };
+    const position = input.pageToken === undefined ? undefined : decodePageToken(query, input.pageToken);
+    const options = () => callOptions(this.#timeoutMs, request);
+    if (range.start !== undefined && range.end !== undefined && Buffer.compare(range.start, range.end) >= 0) {
+      // An empty range has no rows, but a missing table is still reported.
+      await named.store.describeTable(ref(target), options());
+      return { rows: [] };
+    }
+    return readPage(named.store, ref(target), query, input.pageSize, position, options);
+  }
+
+  /** The store's ReadSelection, once the request's fits the store's limits and capabilities. */
+  #selection(named: NamedStore, selection: Selection, fields: SelectionFields = SELECTION_FIELDS): ReadSelection {
+    const { limits, capabilities } = named.store;
+    if (selection.versions > 1 && !capabilities.multipleVersions) throw notSupported(named.name, 'multipleVersions');
+    if (selection.versions > limits.versionsPerRead) {
+      throw overLimit('versionsPerRead', fields.versions, `${fields.versions} is ${selection.versions}, more than the ${limits.versionsPerRead} this store reads`);
+    }
+    const columns = selection.columns;
+    if (columns === undefined) return { versions: selection.versions };
+    if (columns.length > SERVICE_LIMITS.columnsPerRead) {
+      throw tooMany('columnsPerRead', fields.columns, columns.length, SERVICE_LIMITS.columnsPerRead, 'column selectors');
+    }
+    for (const [index, selector] of columns.entries()) {
+      if (selector.column !== undefined && selector.column.length > limits.columnBytes) {
+        throw tooManyBytes('columnBytes', `${fields.columns}[${index}]`, selector.column.length, limits.columnBytes);
+      }
+    }
+    return { columns, versions: selection.versions };
+  }
+
+  #clock(named: NamedStore): WriteClock {
+    let clock = this.#clocks.get(named.name);
+    if (clock === undefined) {
+      clock = new WriteClock(this.#now, named.store.limits.timestampGranularityMicros);
+      this.#clocks.set(named.name, clock);
+    }
+    return clock;
+  }
+}
+
+function ref(target: TableTarget): TableRef {
+  return { instance: target.instance, table: target.table };
+}
+
+function optional<K extends string>(name: K, value: Buffer | undefined): Partial<Record<K, Buffer>> {
+  return value === undefined ? {} : ({ [name]: value } as Record<K, Buffer>);
+}

@@ -1,0 +1,102 @@
+import type { CallOptions, DataStore, KeyRange, Row, TableRef } from '../store/store.ts';
+import { ApiError } from './errors.ts';
+import { shortestSeparator } from './key-ranges.ts';
+import { SERVICE_LIMITS } from './limits.ts';
+import { type ScanPosition, type ScanQuery, encodePageToken } from './page-tokens.ts';
+
+/** One page of a scan, and the token of the next one when the scan has more rows. */
+export interface ScanPage {
+  readonly rows: readonly Row[];
+  readonly nextPageToken?: string | undefined;
+}
+
+/**
+ * readPage reads the page of `query` that starts at `position` (the query's own range when
+ * there is none) and holds at most `pageSize` rows.
+ *
+ * It asks the store for one row more than the page, and resumes the next page at the shortest
+ * separator between the page's last key and that next key (key-ranges.ts): a short position even
+ * when keys are long. A page ends early, and so holds fewer rows than pageSize, where:
+ * - its keys, columns and values would pass SERVICE_LIMITS.pageBytes (it keeps at least one row);
+ * - the token would pass SERVICE_LIMITS.pageTokenChars, because the separator shares too little
+ *   with the query's bounds: the page then ends at the last row whose separator fits.
+ * If no row of the page has a separator that fits (consecutive keys share a prefix of more than
+ * about 700 bytes that neither `start`, `end` nor `prefix` covers), the page grows past pageSize,
+ * up to the store's rowsPerPage, to the first row whose separator fits or the end of the scan;
+ * failing that, the scan is refused with a 400 asking for a `prefix` or `start` covering the shared
+ * prefix.
+ */
+export async function readPage(
+  store: DataStore,
+  ref: TableRef,
+  query: ScanQuery,
+  pageSize: number,
+  position: ScanPosition | undefined,
+  options: () => CallOptions,
+): Promise<ScanPage> {
+  const range = position === undefined ? query.range : resumedRange(query, position.resume);
+  const remaining = position === undefined ? query.limit : position.remaining;
+  const scan = (limit: number) =>
+    collect(
+      store.scanRows(
+        ref,
+        { range, reverse: query.reverse, limit, versions: query.versions, ...(query.columns === undefined ? {} : { columns: query.columns }) },
+        options(),
+      ),
+    );
+  const tokenAfter = (rows: readonly Row[], count: number): string | undefined => {
+    const last = rows[count - 1]?.key ?? Buffer.alloc(0);
+    const next = rows[count]?.key ?? Buffer.alloc(0);
+    const resume = query.reverse ? shortestSeparator(next, last) : shortestSeparator(last, next);
+    return encodePageToken(query, { resume, remaining: remaining === undefined ? undefined : remaining - count });
+  };
+
+  const wanted = Math.min(pageSize, remaining ?? Infinity);
+  // One row more than the page, to know whether there is a next one and where it starts.
+  const askFor = remaining !== undefined && remaining <= pageSize ? remaining : pageSize + 1;
+  const rows = await scan(askFor);
+  let count = Math.min(rows.length, wanted, rowsWithinBytes(rows));
+  if (count === rows.length) return { rows };
+
+  for (let end = count; end >= 1; end -= 1) {
+    const token = tokenAfter(rows, end);
+    if (token !== undefined) return { rows: rows.slice(0, end), nextPageToken: token };
+  }
+
+  // No separator of the page fits: read on past pageSize for one that does.
+  const ceiling = store.limits.rowsPerPage;
+  const more = await scan(Math.min(ceiling + 1, remaining ?? Infinity));
+  const byteBound = rowsWithinBytes(more);
+  for (count += 1; count <= Math.min(more.length, ceiling, byteBound); count += 1) {
+    if (count === more.length) return { rows: more };
+    const token = tokenAfter(more, count);
+    if (token !== undefined) return { rows: more.slice(0, count), nextPageToken: token };
+  }
+  throw new ApiError(
+    'VALIDATION_FAILED',
+    'The rows here have keys that share a prefix too long for a page token to hold. Scan them with a `prefix` (or `start`) that covers the shared part of their keys.',
+    { errors: [{ path: 'prefix', message: 'consecutive keys share a prefix too long for a page token; name it in prefix or start' }] },
+  );
+}
+
+/** The query's range, narrowed to what is left after `resume`. */
+function resumedRange(query: ScanQuery, resume: Buffer): KeyRange {
+  return query.reverse ? { ...query.range, end: resume } : { ...query.range, start: resume };
+}
+
+/** How many rows from the first fit in SERVICE_LIMITS.pageBytes (at least one). */
+function rowsWithinBytes(rows: readonly Row[]): number {
+  let bytes = 0;
+  for (const [index, row] of rows.entries()) {
+    bytes += row.key.length;
+    for (const cell of row.cells) bytes += cell.column.length + cell.value.length;
+    if (bytes > SERVICE_LIMITS.pageBytes) return Math.max(index, 1);
+  }
+  return rows.length;
+}
+
+async function collect(rows: AsyncIterable<Row>): Promise<Row[]> {
+  const all: Row[] = [];
+  for await (const row of rows) all.push(row);
+  return all;
+}
