@@ -19,17 +19,26 @@ import { buildOpenApiDocument } from './http/openapi.ts';
 import { docsRoutes } from './http/routes/docs.ts';
 import { healthRoutes } from './http/routes/health.ts';
 import { metricsRoutes } from './http/routes/metrics.ts';
-import { v1Routes } from './http/routes/v1.ts';
-import { TableService } from './service/table-service.ts';
+import type { Services } from './http/operations/operation.ts';
+import { registerOperations } from './http/operations/register.ts';
+import { API_OPERATIONS, COMMON_ERRORS } from './http/api.ts';
+import { v1Guards } from './http/v1/operations.ts';
+import { RowService } from './service/rows.ts';
+import { StoreDirectory } from './service/stores.ts';
+import { TableService as LegacyTableService } from './service/table-service.ts';
+import { TableService } from './service/tables.ts';
+import { findDriver } from './store/drivers.ts';
 import { InstrumentedStore } from './store/instrumented-store.ts';
-import type { DataStore } from './store/legacy-store.ts';
+import type { DataStore as LegacyDataStore } from './store/legacy-store.ts';
+import type { StoreSet } from './store/store-set.ts';
+import type { DataStore } from './store/store.ts';
 import { type Metrics, createMetrics } from './telemetry/metrics.ts';
 
 const VERSION = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 
 export interface AppDeps {
   readonly config: Pick<Config, 'instanceIds' | 'maxBodyBytes' | 'storeTimeoutMs' | 'maxInflight' | 'rateLimitPerSecond' | 'metricsPort'>;
-  readonly store: DataStore;
+  readonly store: LegacyDataStore;
   /** A logger from createLogger, whose `err` serializer keeps what an error carries out of the log. */
   readonly logger: Logger;
   /** The app's metrics; a fresh set when not given. Pass them to share with createMetricsApp. */
@@ -58,12 +67,21 @@ export function createApp({ config, store, logger, metrics = createMetrics(), dr
     duration: metrics.storeOperationDuration,
     tracer: trace.getTracer('kvcrud', VERSION),
   });
-  const service = new TableService({ store: observedStore, instanceIds: config.instanceIds, storeTimeoutMs: config.storeTimeoutMs });
+  const service = new LegacyTableService({ store: observedStore, instanceIds: config.instanceIds, storeTimeoutMs: config.storeTimeoutMs });
+  const stores = new StoreDirectory(singleStoreSet(store, config.instanceIds));
+  const services: Services = {
+    stores,
+    tables: new TableService({ stores, storeTimeoutMs: config.storeTimeoutMs }),
+    rows: new RowService({ stores, storeTimeoutMs: config.storeTimeoutMs }),
+    legacyV1: service,
+  };
   const servesMetrics = config.metricsPort === undefined;
   const { authenticator, protectDocs } = auth ?? { authenticator: NO_AUTHENTICATION, protectDocs: false };
   const openApi = buildOpenApiDocument({
     version: VERSION,
-    instanceIds: config.instanceIds,
+    operations: API_OPERATIONS,
+    commonErrors: COMMON_ERRORS,
+    stores: [stores.default, ...stores.all.filter((named) => named !== stores.default)],
     maxBodyBytes: config.maxBodyBytes,
     auth: { modes: authenticator.modes, protectDocs },
     servesMetrics,
@@ -75,7 +93,13 @@ export function createApp({ config, store, logger, metrics = createMetrics(), dr
   docsRoutes(router, openApi, protectDocs ? [caller, requireGrant()] : []);
   // Keyed by the principal, so it runs in the v1 routes right after authentication.
   const limit = config.rateLimitPerSecond === undefined ? undefined : rateLimit({ perSecond: config.rateLimitPerSecond });
-  v1Routes(router, service, { maxBodyBytes: config.maxBodyBytes, authenticate: caller, rateLimit: limit });
+  registerOperations(router, API_OPERATIONS.filter((operation) => operation.tag === 'v1'), {
+    services,
+    maxBodyBytes: config.maxBodyBytes,
+    authenticate: caller,
+    rateLimit: limit,
+    guards: v1Guards(services),
+  });
   if (servesMetrics) metricsRoutes(router, metrics.registry);
 
   const app = new Koa<AppState>();
@@ -115,4 +139,23 @@ function logKoaErrors(app: Koa<AppState>, logger: Logger): void {
   app.on('error', (error: unknown, ctx?: Koa.ParameterizedContext<AppState>) => {
     logger.error({ err: error, requestId: ctx?.state.requestId, method: ctx?.method, status: ctx?.status }, 'response failed');
   });
+}
+
+/**
+ * The one store the v1 variables configure, named after its driver, as the StoreSet the v2
+ * service takes; the legacy store object is given the driver's capabilities and limits.
+ */
+function singleStoreSet(store: LegacyDataStore, instances: readonly string[]): StoreSet {
+  const driver = findDriver(store.type);
+  if (driver === undefined) throw new Error(`no driver named ${store.type}`);
+  const v2 = new Proxy(store, {
+    get(target, property) {
+      if (property === 'capabilities') return driver.capabilities;
+      if (property === 'limits') return driver.limits;
+      const value: unknown = Reflect.get(target, property, target);
+      return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+    },
+  }) as unknown as DataStore;
+  const named = { name: store.type, driver: store.type, instances, store: v2 };
+  return { default: named, all: [named], get: (name) => (name === named.name ? named : undefined) };
 }

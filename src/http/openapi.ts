@@ -1,17 +1,26 @@
-import type Joi from 'joi';
-import joiToJson from 'joi-to-json';
 import type { AuthMode } from '../config.ts';
 import type { ErrorCode } from '../service/errors.ts';
 import { REALM } from './middleware/authenticate.ts';
-import { PROBLEM_TYPES } from './problems.ts';
-import { AUTH_ERRORS, V1_OPERATIONS, operationErrors, type Operation } from './routes/v1.ts';
+import type { Operation } from './operations/operation.ts';
+import { AUTH_ERRORS } from './operations/operation.ts';
+import { type JsonObject, operationPaths, problemResponses, ref, toJsonSchema } from './operations/openapi-operations.ts';
+import { PROBLEM_TYPES, problemSlug } from './problems.ts';
 import * as schemas from './schemas.ts';
 
-type JsonObject = Record<string, unknown>;
+/** A store as the document names it: in the v2 path parameters' descriptions and examples. */
+export interface DocumentedStore {
+  readonly name: string;
+  readonly instances: readonly string[];
+}
 
 export interface OpenApiOptions {
   readonly version: string;
-  readonly instanceIds: readonly string[];
+  /** The operations the service serves, v1's and v2's. */
+  readonly operations: readonly Operation[];
+  /** The codes every operation of a tag may answer with. */
+  readonly commonErrors: Readonly<Record<Operation['tag'], readonly ErrorCode[]>>;
+  /** The stores served, the default (which serves v1) first. */
+  readonly stores: readonly [DocumentedStore, ...DocumentedStore[]];
   readonly maxBodyBytes: number;
   /** How callers authenticate; without it (or with no modes) every caller is admin. */
   readonly auth?: { readonly modes: readonly AuthMode[]; readonly protectDocs: boolean };
@@ -19,15 +28,8 @@ export interface OpenApiOptions {
   readonly servesMetrics?: boolean;
 }
 
-const PROBLEM_JSON = 'application/problem+json';
-/** Codes any path but the probes may answer when the service sheds load (the v1 operations list theirs). */
+/** Codes any path but the probes may answer when the service sheds load (the API operations list theirs). */
 const SHED_ERRORS: readonly ErrorCode[] = ['OVERLOADED'];
-const ref = (kind: string, name: string) => ({ $ref: `#/components/${kind}/${name}` });
-// joi-to-json is CommonJS (module.exports = parse) and its types say otherwise; it takes a schema instance.
-const parse = joiToJson as unknown as (schema: Joi.Schema, mode: 'open-api-3.1') => JsonObject;
-const toJsonSchema = (schema: Joi.Schema): JsonObject => parse(schema, 'open-api-3.1');
-const componentName = (operation: Operation, suffix: string) =>
-  `${operation.operationId[0]?.toUpperCase() ?? ''}${operation.operationId.slice(1)}${suffix}`;
 
 /**
  * buildOpenApiDocument describes the running service as OpenAPI 3.1, from the same operation list
@@ -39,41 +41,19 @@ export function buildOpenApiDocument(options: OpenApiOptions): JsonObject {
     Health: toJsonSchema(schemas.healthResponse),
     ProblemType: toJsonSchema(schemas.problemType),
   };
-  const paths: Record<string, JsonObject> = {};
   const modes = options.auth?.modes ?? [];
   const authenticated = modes.length > 0;
   // Either scheme will do: an OpenAPI security list is a choice between its entries.
   const security = [{ bearer: [] }, ...(modes.includes('apikey') ? [{ apiKey: [] }] : [])];
   const guarded = (protect: boolean) => (protect ? { security } : {});
-
-  for (const operation of V1_OPERATIONS) {
-    const successName = componentName(operation, 'Response');
-    componentSchemas[successName] = toJsonSchema(operation.success.schema);
-    const entry: JsonObject = {
-      operationId: operation.operationId,
-      tags: ['v1'],
-      summary: operation.summary,
-      description: authenticated
-        ? `${operation.description}\n\nNeeds the \`${operation.role}\` role (or a higher one) on the instance.`
-        : operation.description,
-      ...guarded(authenticated),
-      parameters: [ref('parameters', 'instanceID'), ...queryParameters(operation)],
-      responses: {
-        [operation.success.status]: {
-          description: operation.success.description,
-          headers: { 'X-Request-Id': ref('headers', 'X-Request-Id') },
-          content: { 'application/json': { schema: ref('schemas', successName) } },
-        },
-        ...problemResponses([...operationErrors(operation), ...(authenticated ? AUTH_ERRORS : [])]),
-      },
-    };
-    if (operation.body) {
-      const requestName = componentName(operation, 'Request');
-      componentSchemas[requestName] = toJsonSchema(operation.body);
-      entry['requestBody'] = { required: true, content: { 'application/json': { schema: ref('schemas', requestName) } } };
-    }
-    paths[operation.path] = { ...paths[operation.path], [operation.method]: entry };
-  }
+  const [defaultStore] = options.stores;
+  const examples = { store: defaultStore.name, instance: defaultStore.instances[0] ?? '' };
+  const paths: Record<string, JsonObject> = operationPaths(options.operations, componentSchemas, {
+    authenticated,
+    security,
+    commonErrors: options.commonErrors,
+    examples,
+  });
 
   paths['/healthz'] = {
     get: {
@@ -158,23 +138,19 @@ export function buildOpenApiDocument(options: OpenApiOptions): JsonObject {
       license: { name: 'Apache-2.0', identifier: 'Apache-2.0' },
     },
     tags: [
-      { name: 'v1', description: 'Tables, rows and cells.' },
+      { name: 'v1', description: 'Tables, rows and cells of the default store: the original API, unchanged.' },
+      {
+        name: 'v2',
+        description:
+          'Named stores; tables with several families and retention policies; rows by byte key, with scans, batches and mutations.',
+      },
       { name: 'operations', description: 'Probes for orchestrators, and metrics.' },
       { name: 'documentation', description: 'This document and the problem types it names.' },
     ],
     paths,
     components: {
       schemas: componentSchemas,
-      parameters: {
-        instanceID: {
-          name: 'instanceID',
-          in: 'path',
-          required: true,
-          description: `A served instance: ${options.instanceIds.map((id) => `\`${id}\``).join(', ')}.`,
-          schema: { type: 'string' },
-          example: options.instanceIds[0],
-        },
-      },
+      parameters: pathParameters(options.stores),
       headers: {
         'X-Request-Id': {
           description: "The request's id: the caller's X-Request-Id when given (printable ASCII, up to 128), else a new UUID.",
@@ -206,57 +182,43 @@ function securitySchemes(modes: readonly AuthMode[]): JsonObject {
   };
 }
 
-function queryParameters(operation: Operation): JsonObject[] {
-  if (!operation.query) return [];
-  const schema = toJsonSchema(operation.query) as { properties?: Record<string, JsonObject>; required?: string[] };
-  return Object.entries(schema.properties ?? {}).map(([name, property]) => {
-    const { description, examples, ...rest } = property as { description?: string; examples?: unknown[] };
-    return {
-      name,
-      in: 'query',
-      required: schema.required?.includes(name) ?? false,
-      ...(description === undefined ? {} : { description }),
-      ...(examples?.[0] === undefined ? {} : { example: examples[0] }),
-      schema: rest,
-    };
-  });
-}
-
-/** One response per status, whose schema admits exactly the codes the operation can answer with. */
-function problemResponses(codes: readonly ErrorCode[]): JsonObject {
-  const byStatus = new Map<number, ErrorCode[]>();
-  for (const code of codes) {
-    const status = PROBLEM_TYPES[code].status;
-    byStatus.set(status, [...(byStatus.get(status) ?? []), code]);
-  }
-  const responses: JsonObject = {};
-  for (const [status, statusCodes] of [...byStatus].sort(([a], [b]) => a - b)) {
-    responses[status] = {
-      description: statusCodes.map((code) => `\`${code}\`: ${PROBLEM_TYPES[code].description}`).join('\n\n'),
-      headers: {
-        'X-Request-Id': ref('headers', 'X-Request-Id'),
-        ...(status === 503 || status === 429 ? { 'Retry-After': ref('headers', 'Retry-After') } : {}),
-        ...(status === 401 ? { 'WWW-Authenticate': ref('headers', 'WWW-Authenticate') } : {}),
-      },
-      content: {
-        [PROBLEM_JSON]: {
-          schema: { allOf: [ref('schemas', 'Problem'), { properties: { code: { enum: statusCodes }, status: { const: status } } }] },
-        },
-      },
-    };
-  }
-  return responses;
+/** The path parameters the operations name, described with what this service serves. */
+function pathParameters(stores: readonly [DocumentedStore, ...DocumentedStore[]]): JsonObject {
+  const [defaultStore] = stores;
+  const list = (names: readonly string[]) => names.map((name) => `\`${name}\``).join(', ');
+  const path = (name: string, description: string, schema: JsonObject, example: string) => ({ name, in: 'path', required: true, description, schema, example });
+  return {
+    instanceID: path('instanceID', `A served instance: ${list(defaultStore.instances)}.`, { type: 'string' }, defaultStore.instances[0] ?? ''),
+    store: path('store', `A served store (GET /v2/stores): ${list(stores.map((store) => store.name))}.`, { type: 'string' }, defaultStore.name),
+    instance: path(
+      'instance',
+      `An instance of the store: ${stores.map((store) => `${store.name}: ${list(store.instances)}`).join('; ')}.`,
+      { type: 'string' },
+      defaultStore.instances[0] ?? '',
+    ),
+    table: path('table', 'The table.', toJsonSchema(schemas.tableName), 'orders'),
+    key: path(
+      'key',
+      'The row key: percent-encoded UTF-8 (a `:` as `%3A`), or base64url of the key\'s bytes with `encoding=base64`.',
+      { type: 'string', minLength: 1 },
+      'order#1001',
+    ),
+  };
 }
 
 function describeService(options: OpenApiOptions): string {
-  const codes = (Object.keys(PROBLEM_TYPES) as ErrorCode[])
-    .map((code) => `| \`${code}\` | ${PROBLEM_TYPES[code].status} | ${PROBLEM_TYPES[code].description} |`)
-    .join('\n');
+  // Links rather than a table: the operations stay near the top of the explorer.
+  const codes = (Object.keys(PROBLEM_TYPES) as ErrorCode[]).map((code) => `[\`${code}\`](/problems/${problemSlug(code)}) ${PROBLEM_TYPES[code].status}`).join(', ');
   return [
-    'REST access to the tables of the configured data store instances.',
+    'REST access to the tables of the configured data stores. **v1** is the original API, served by the default store. ' +
+      '**v2** names the store in the path (`GET /v2/stores` lists them, with what each can do and its limits), and adds ' +
+      'scans with paging, batches, row mutations and retention policies.',
     '',
     `Bodies are JSON (UTF-8), at most ${options.maxBodyBytes} bytes. Every failure is an RFC 9457 ` +
-      '`application/problem+json` document with a stable `code` and the `requestId` (also in the `X-Request-Id` header).',
+      '`application/problem+json` document with a stable `code` and the `requestId` (also in the `X-Request-Id` header); ' +
+      "each operation lists the codes it can answer, with an example of each. All codes: " +
+      codes +
+      '.',
     '',
     ...(options.auth?.modes.length
       ? [
@@ -264,13 +226,10 @@ function describeService(options: OpenApiOptions): string {
             [...(options.auth.modes.includes('apikey') ? ['an API key'] : []), ...(options.auth.modes.includes('oidc') ? ['an OIDC token'] : [])].join(
               ' or ',
             ) +
-            ' (see the security schemes; "Authorize" in the explorer). Each v1 operation names the role it needs on the instance: ' +
+            ' (see the security schemes; "Authorize" in the explorer). Each operation names the role it needs on the instance: ' +
             '`reader` reads, `writer` also writes, `admin` also creates and deletes tables.',
           '',
         ]
       : []),
-    '| code | status | meaning |',
-    '|---|---|---|',
-    codes,
   ].join('\n');
 }

@@ -124,7 +124,7 @@ describe('the service process', () => {
         expect((await api.get('/readyz')).status).to.equal(200);
         expect((await api.post('/v1/local/createTable', { tableName: 't', columnFamily: 'cf' })).status).to.equal(201);
         const root = new URL('../../', import.meta.url);
-        for (const file of ['index', 'app', 'http/routes/v1', 'store/bigtable/bigtable-store', 'store/embedded/embedded-store']) {
+        for (const file of ['index', 'app', 'http/v1/operations', 'store/bigtable/bigtable-store', 'store/embedded/embedded-store']) {
           const built = statSync(new URL(`dist/${file}.js`, root)).mtimeMs;
           expect(built, file).to.be.at.least(statSync(new URL(`src/${file}.ts`, root)).mtimeMs);
         }

@@ -1,14 +1,24 @@
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { expect } from 'chai';
 import type { AuthMode } from '../../src/config.ts';
-import { buildOpenApiDocument } from '../../src/http/openapi.ts';
+import { API_OPERATIONS, COMMON_ERRORS } from '../../src/http/api.ts';
+import { type OpenApiOptions, buildOpenApiDocument as buildDocument } from '../../src/http/openapi.ts';
+import { operationErrors } from '../../src/http/operations/operation.ts';
+import { V1_OPERATIONS } from '../../src/http/v1/operations.ts';
 import { PROBLEM_TYPES } from '../../src/http/problems.ts';
-import { V1_OPERATIONS, operationErrors } from '../../src/http/routes/v1.ts';
 import { ERROR_CODES } from '../../src/service/errors.ts';
 import { OpenApiContract } from '../support/openapi-contract.ts';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- walking a JSON document
 type Json = Record<string, any>;
+
+/** The document of a service whose default store serves `instanceIds`. */
+function buildOpenApiDocument(
+  options: { instanceIds: string[] } & Omit<OpenApiOptions, 'operations' | 'commonErrors' | 'stores'>,
+): Json {
+  const { instanceIds, ...rest } = options;
+  return buildDocument({ ...rest, operations: API_OPERATIONS, commonErrors: COMMON_ERRORS, stores: [{ name: 'embedded', instances: instanceIds }] });
+}
 
 describe('the OpenAPI document', () => {
   const document: Json = buildOpenApiDocument({ version: '1.2.3', instanceIds: ['inst-a', 'inst-b'], maxBodyBytes: 1024 });
@@ -35,7 +45,7 @@ describe('the OpenAPI document', () => {
   it('documents, per operation, a problem response for each status its error codes have', () => {
     for (const operation of V1_OPERATIONS) {
       const responses = document['paths'][operation.path][operation.method]['responses'] as Json;
-      for (const code of operationErrors(operation)) {
+      for (const code of operationErrors(operation, COMMON_ERRORS.v1)) {
         const status = PROBLEM_TYPES[code].status;
         const schema = responses[status]?.content?.['application/problem+json']?.schema;
         expect(schema, `${operation.operationId} ${status}`).to.not.equal(undefined);

@@ -1,0 +1,62 @@
+import type { Router, RouterContext, RouterMiddleware } from '@koa/router';
+import type Joi from 'joi';
+import type { Middleware } from 'koa';
+import type { AppState } from '../app-state.ts';
+import { clientGone } from '../client-gone.ts';
+import { jsonBody } from '../middleware/json-body.ts';
+import { parseQuery } from '../query.ts';
+import type { Operation, Services } from './operation.ts';
+
+export interface RegistrationOptions {
+  readonly services: Services;
+  readonly maxBodyBytes: number;
+  readonly authenticate: Middleware<AppState>;
+  readonly rateLimit?: Middleware<AppState> | undefined;
+  /**
+   * The checks of an operation that run after authentication and rate limiting and before the
+   * body is read: authorization, and whether the store and instance are served.
+   */
+  readonly guards: (operation: Operation) => ReadonlyArray<RouterMiddleware<AppState>>;
+  /** The path parameters the operation gets; the router's (percent-decoded) by default. */
+  readonly pathParams?: (ctx: RouterContext<AppState>, operation: Operation) => Record<string, string>;
+}
+
+/**
+ * registerOperations serves each operation on the router. For each request: the caller is
+ * authenticated first (401), then rate limited if configured (429), then the operation's guards
+ * run (403, 404), then the body's media type and size are checked, then the input is validated,
+ * and only then does the operation run. Nothing about a request is looked at for a caller who
+ * may not make it.
+ */
+export function registerOperations(router: Router<AppState>, operations: readonly Operation[], options: RegistrationOptions): void {
+  const body = jsonBody({ limitBytes: options.maxBodyBytes });
+  const pathParams = options.pathParams ?? ((ctx: RouterContext<AppState>) => ctx.params);
+  for (const operation of operations) {
+    const lists = listParameters(operation.query);
+    const handler: RouterMiddleware<AppState> = async (ctx) => {
+      const raw = {
+        params: pathParams(ctx, operation),
+        query: operation.query === undefined ? {} : parseQuery(ctx.querystring, lists),
+        body: ctx.request.body,
+      };
+      const result = await operation.run(raw, { services: options.services, signal: clientGone(ctx), caller: ctx.state.caller });
+      ctx.status = operation.success.status;
+      if (result !== undefined) ctx.body = result;
+    };
+    const limited = options.rateLimit === undefined ? [] : [options.rateLimit];
+    const chain = [options.authenticate, ...limited, ...options.guards(operation), ...(operation.body ? [body] : []), handler];
+    router[operation.method](routePath(operation.path), ...chain);
+  }
+}
+
+/** The router's path of an OpenAPI template: `{name}` is a parameter, a literal `:` is escaped. */
+export function routePath(template: string): string {
+  return template.replaceAll(':', '\\:').replace(/\{(\w+)\}/g, ':$1');
+}
+
+/** The query parameters whose schema is an array: comma-separated lists on the wire. */
+function listParameters(schema: Joi.ObjectSchema | undefined): ReadonlySet<string> {
+  if (schema === undefined) return new Set();
+  const keys = (schema.describe() as { keys?: Record<string, { type?: string }> }).keys ?? {};
+  return new Set(Object.entries(keys).flatMap(([name, key]) => (key.type === 'array' ? [name] : [])));
+}
