@@ -7,7 +7,9 @@ export const PROBLEM_TYPES: Readonly<Record<ErrorCode, { status: number; title: 
   VALIDATION_FAILED: {
     status: 400,
     title: 'Request validation failed',
-    description: 'A parameter or body field is missing, of the wrong type, or out of bounds. `errors` lists each problem by field path.',
+    description:
+      'A parameter or body field is missing, of the wrong type, or out of bounds. `errors` lists the problems by field path ' +
+      '(the first 20; `errorCount` says how many there were when there were more).',
   },
   MALFORMED_JSON: { status: 400, title: 'Malformed JSON', description: 'The request body is not a JSON object or array.' },
   UNSUPPORTED_MEDIA_TYPE: {

@@ -67,7 +67,11 @@ export const problem = Joi.object({
   requestId: Joi.string().required().description('Also in the X-Request-Id response header; quote it to operators.'),
   errors: Joi.array()
     .items(Joi.object({ path: Joi.string().allow('').required(), message: Joi.string().required() }))
-    .description('VALIDATION_FAILED: one entry per problem, by field path such as `data[1].columnValue`.'),
+    .description('VALIDATION_FAILED: one entry per problem, by field path such as `data[1].columnValue`; the first 20 problems at most.'),
+  errorCount: Joi.number()
+    .integer()
+    .min(2)
+    .description('VALIDATION_FAILED: how many problems there were, when there were more than `errors` lists.'),
   notFound: Joi.array().items(Joi.string()).description('Deleting tables, TABLE_NOT_FOUND: the tables that do not exist.'),
   deleted: Joi.array().items(Joi.string()).description('Deleting tables, failing part-way: the tables that were deleted.'),
   notDeleted: Joi.array().items(Joi.string()).description('Deleting tables, failing part-way: the tables that were not deleted.'),

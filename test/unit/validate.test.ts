@@ -1,0 +1,124 @@
+import { expect } from 'chai';
+import fc from 'fast-check';
+import type Joi from 'joi';
+import { insertDataBody, deleteTableBody } from '../../src/http/v1/schemas.ts';
+import { MAX_REPORTED_ERRORS, VALIDATION_BOUNDS, type ValidationBounds, validate } from '../../src/http/validate.ts';
+import { ApiError, type FieldError } from '../../src/service/errors.ts';
+
+interface Refusal {
+  readonly detail: string;
+  readonly errors: FieldError[];
+  readonly errorCount?: number;
+}
+
+function refusal(schema: Joi.Schema, input: unknown, bounds: ValidationBounds = VALIDATION_BOUNDS): Refusal {
+  try {
+    validate(schema, input, bounds);
+  } catch (error) {
+    expect(error).to.be.instanceOf(ApiError);
+    expect((error as ApiError).code).to.equal('VALIDATION_FAILED');
+    const { errors, errorCount } = (error as ApiError).extensions as { errors: FieldError[]; errorCount?: number };
+    return { detail: (error as ApiError).detail, errors, ...(errorCount === undefined ? {} : { errorCount }) };
+  }
+  throw new Error('validate accepted the input');
+}
+
+/** Every problem joi finds in one pass, as the service reported them before reports were bounded. */
+function everyProblem(schema: Joi.Schema, input: unknown): FieldError[] {
+  const details = schema.validate(input, { abortEarly: false, convert: false, errors: { wrap: { label: false } } }).error?.details ?? [];
+  return details.map((detail) => ({
+    path: detail.path.reduce<string>((text, part) => (typeof part === 'number' ? `${text}[${part}]` : text === '' ? part : `${text}.${part}`), ''),
+    message: detail.message,
+  }));
+}
+
+const cell = (columnFamily: unknown, columnName: unknown = 'c', columnValue: unknown = 'v') => ({ columnFamily, columnName, columnValue });
+
+describe('validate', () => {
+  it('returns valid input as it is', () => {
+    const body = { tableName: 't', rowKeyId: 'r', data: [cell('cf')] };
+    expect(validate(insertDataBody, body)).to.deep.equal(body);
+  });
+
+  it('lists every problem of a small input, as joi words them', () => {
+    const body = { tableName: '-', rowKeyId: 'r', data: [cell('cf', 'c', 5), cell('!')], extra: 1 };
+    const result = refusal(insertDataBody, body);
+    expect(result.errors).to.deep.equal(everyProblem(insertDataBody, body));
+    expect(result.errors).to.have.length(4);
+    expect(result).to.not.have.property('errorCount');
+    expect(result.detail).to.match(/ \(and 3 more problems\)\.$/);
+  });
+
+  it(`lists the first ${MAX_REPORTED_ERRORS} problems of 100,000 invalid cells and counts them all, without overflowing the stack`, function () {
+    this.timeout(60_000);
+    // Three problems per cell: 300,000 in all, past what joi can report in one pass.
+    const body = { tableName: 't', rowKeyId: 'r', data: Array.from({ length: 100_000 }, () => cell('!', 5, 6)) };
+    const result = refusal(insertDataBody, body);
+    expect(result.errors).to.have.length(MAX_REPORTED_ERRORS);
+    expect(result.errorCount).to.equal(300_000);
+    expect(result.errors[0]).to.deep.equal({ path: 'data[0].columnFamily', message: 'data[0].columnFamily must contain only letters, digits, _ - and .' });
+    expect(result.errors[3]).to.deep.equal({ path: 'data[1].columnFamily', message: 'data[1].columnFamily must contain only letters, digits, _ - and .' });
+    expect(JSON.stringify(result).length).to.be.below(4096);
+  });
+
+  it('refuses an array over its maximum length without looking at its items', () => {
+    const body = { tableList: Array.from({ length: 5000 }, () => ({ not: 'a name' })) };
+    expect(refusal(deleteTableBody, body).errors).to.deep.equal([{ path: 'tableList', message: 'tableList must contain less than or equal to 100 items' }]);
+  });
+
+  it('counts thousands of unknown keys but lists only the first ones', () => {
+    const body: Record<string, unknown> = { tableList: ['t'] };
+    for (let i = 0; i < 50_000; i++) body[`k${i}`] = i;
+    const result = refusal(deleteTableBody, body);
+    expect(result.errors).to.have.length(MAX_REPORTED_ERRORS);
+    expect(result.errors[0]).to.deep.equal({ path: 'k0', message: 'k0 is not allowed' });
+    expect(result.errorCount).to.equal(50_000);
+  });
+
+  it('quotes at most 100 characters of a field name back', () => {
+    const result = refusal(deleteTableBody, { tableList: ['t'], ['x'.repeat(100_000)]: 1 });
+    expect(JSON.stringify(result).length).to.be.below(600);
+  });
+
+  it('takes a large value of the wrong type as one problem', () => {
+    const result = refusal(insertDataBody, { tableName: Array(100_000).fill([1]), rowKeyId: 'r', data: [cell('cf')] });
+    expect(result.errors).to.deep.equal([{ path: 'tableName', message: 'tableName must be a string' }]);
+  });
+
+  it('reports the same problems taken apart as joi does in one pass, in any order (fast-check)', () => {
+    // Tiny bounds make every input "large", so every path of the bounded walk is taken.
+    const tiny: ValidationBounds = { maxReported: 1000, wholePassNodes: 3 };
+    const anyCell = fc.record(
+      {
+        columnFamily: fc.oneof(fc.constantFrom('cf', 'f-2', '', '!'), fc.integer()),
+        columnName: fc.oneof(fc.string({ maxLength: 4 }), fc.constant(5), fc.constant('AA=='), fc.constant('@@')),
+        columnValue: fc.oneof(fc.string({ maxLength: 4 }), fc.constant(null), fc.constant('\ud800')),
+        encoding: fc.constantFrom('base64', 'hex'),
+        extra: fc.integer(),
+      },
+      { requiredKeys: [] },
+    );
+    const body = fc.record(
+      {
+        tableName: fc.oneof(fc.constantFrom('t', '-x', ''), fc.integer()),
+        rowKeyId: fc.oneof(fc.constant('r'), fc.constant(''), fc.constant(7)),
+        data: fc.oneof(fc.array(fc.oneof(anyCell, fc.integer()), { maxLength: 6 }), fc.constant('cells')),
+        other: fc.string(),
+      },
+      { requiredKeys: [] },
+    );
+    fc.assert(
+      fc.property(body, (input) => {
+        const joi = everyProblem(insertDataBody, input);
+        if (joi.length === 0) return;
+        const ours = refusal(insertDataBody, input, tiny).errors;
+        const key = (problem: FieldError) => `${problem.path}\u0000${problem.message}`;
+        // The array's own rules (distinct columns) wait until its items are valid.
+        const itemProblems = joi.filter((problem) => !/writes the same column/.test(problem.message));
+        expect(new Set(ours.map(key)), JSON.stringify(input)).to.include.all.keys(...itemProblems.map(key));
+        for (const problem of ours) expect(joi.map(key), JSON.stringify(input)).to.include(key(problem));
+      }),
+      { numRuns: 500 },
+    );
+  });
+});
