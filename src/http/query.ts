@@ -66,7 +66,8 @@ export function parseQuery(
     start = end + 1;
   }
   // Built from entries, so "__proto__" is an ordinary key.
-  return Object.fromEntries([...[...params].map(([name, values]) => [name, values.length === 1 ? (values[0] ?? '') : values]), ...listed]);
+  const entries: Array<[string, string | string[]]> = [...params].map(([name, values]) => [name, values.length === 1 ? (values[0] ?? '') : values]);
+  return Object.fromEntries([...entries, ...listed]);
 }
 
 function decode(text: string, name: string): string {

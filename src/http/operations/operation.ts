@@ -1,11 +1,11 @@
-import type Joi from 'joi';
+import Joi from 'joi';
 import type { Caller, Role } from '../../auth/access.ts';
-import { ApiError, type ErrorCode, type FieldError } from '../../service/errors.ts';
+import type { ErrorCode } from '../../service/errors.ts';
 import type { RowService } from '../../service/rows.ts';
 import type { StoreDirectory } from '../../service/stores.ts';
 import type { TableService as LegacyTableService } from '../../service/table-service.ts';
 import type { TableService } from '../../service/tables.ts';
-import { validationErrors } from '../validate.ts';
+import { validateParts } from '../validate.ts';
 
 /** The validated parts of a request, typed by the operation's schemas. */
 export interface OperationInput<Params, Query, Body> {
@@ -107,22 +107,17 @@ export function defineOperation<Params = undefined, Query = undefined, Body = un
 }
 
 function validateInput<Params, Query, Body>(spec: OperationSpec<Params, Query, Body>, raw: RawInput): OperationInput<Params, Query, Body> {
-  const errors: FieldError[] = [];
-  const part = <T>(schema: Joi.ObjectSchema<T> | undefined, value: unknown, context?: Record<string, unknown>): T => {
-    if (schema === undefined) return undefined as T;
-    const result = validationErrors<T>(schema, value, context);
-    errors.push(...result.errors);
-    return result.value;
-  };
-  const params = part(spec.params, raw.params);
-  const query = part(spec.query, raw.query);
-  const body = part(spec.body, raw.body, { query });
-  if (errors.length > 0) {
-    const more = errors.length > 1 ? ` (and ${errors.length - 1} more problem${errors.length > 2 ? 's' : ''})` : '';
-    throw new ApiError('VALIDATION_FAILED', `${errors[0]?.message ?? 'invalid request'}${more}.`, { errors });
-  }
-  return { params, query, body };
+  // Parts without a schema are not looked at; an empty object schema stands in for them.
+  const [params, query] = validateParts([
+    { schema: spec.params ?? NOTHING, value: spec.params === undefined ? {} : raw.params },
+    { schema: spec.query ?? NOTHING, value: spec.query === undefined ? {} : raw.query },
+  ]) as [Params, Query];
+  // The body is read in the light of the query (its encoding), so only once the query is valid.
+  const body = spec.body === undefined ? undefined : validateParts([{ schema: spec.body, value: raw.body, context: { query } }])[0];
+  return { params, query, body: body as Body };
 }
+
+const NOTHING = Joi.object({});
 
 /** Codes any operation with a JSON body may answer with. */
 export const BODY_ERRORS: readonly ErrorCode[] = ['MALFORMED_JSON', 'UNSUPPORTED_MEDIA_TYPE', 'PAYLOAD_TOO_LARGE'];

@@ -4,7 +4,7 @@ import type { Middleware } from 'koa';
 import type { AppState } from '../app-state.ts';
 import { clientGone } from '../client-gone.ts';
 import { jsonBody } from '../middleware/json-body.ts';
-import { parseQuery } from '../query.ts';
+import { QUERY_LIMITS, parseQuery } from '../query.ts';
 import type { Operation, Services } from './operation.ts';
 
 export interface RegistrationOptions {
@@ -36,7 +36,7 @@ export function registerOperations(router: Router<AppState>, operations: readonl
     const handler: RouterMiddleware<AppState> = async (ctx) => {
       const raw = {
         params: pathParams(ctx, operation),
-        query: operation.query === undefined ? {} : parseQuery(ctx.querystring, lists),
+        query: operation.query === undefined ? {} : parseQuery(ctx.querystring, QUERY_LIMITS, lists),
         body: ctx.request.body,
       };
       const result = await operation.run(raw, { services: options.services, signal: clientGone(ctx), caller: ctx.state.caller });
