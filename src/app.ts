@@ -21,15 +21,21 @@ import { healthRoutes } from './http/routes/health.ts';
 import { metricsRoutes } from './http/routes/metrics.ts';
 import { v1Routes } from './http/routes/v1.ts';
 import { TableService } from './service/table-service.ts';
-import { InstrumentedStore } from './store/instrumented-store.ts';
-import type { DataStore } from './store/legacy-store.ts';
+import { type StoreInstrumentation, instrumentStores } from './store/instrumented-store.ts';
+import { LegacyInstrumentedStore } from './store/legacy-instrumented-store.ts';
+import type { DataStore as LegacyDataStore } from './store/legacy-store.ts';
+import type { NamedStore, StoreSet } from './store/store-set.ts';
 import { type Metrics, createMetrics } from './telemetry/metrics.ts';
 
 const VERSION = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 
 export interface AppDeps {
-  readonly config: Pick<Config, 'instanceIds' | 'maxBodyBytes' | 'storeTimeoutMs' | 'maxInflight' | 'rateLimitPerSecond' | 'metricsPort'>;
-  readonly store: DataStore;
+  readonly config: Pick<Config, 'maxBodyBytes' | 'storeTimeoutMs' | 'maxInflight' | 'rateLimitPerSecond' | 'metricsPort'>;
+  /**
+   * The stores as the drivers opened them (openStores); the app measures, traces and
+   * deadline-checks every call to them. The default store serves v1.
+   */
+  readonly stores: StoreSet;
   /** A logger from createLogger, whose `err` serializer keeps what an error carries out of the log. */
   readonly logger: Logger;
   /** The app's metrics; a fresh set when not given. Pass them to share with createMetricsApp. */
@@ -50,20 +56,20 @@ const isOperationsPath = (path: string): boolean => OPERATIONS_PATHS.has(path);
 
 /**
  * createApp wires the service: HTTP middleware and routes in front of the TableService, in front
- * of whichever DataStore it is given. The only place that knows all the layers.
+ * of the stores it is given. The only place that knows all the layers.
  */
-export function createApp({ config, store, logger, metrics = createMetrics(), drain = new DrainState(), auth }: AppDeps): Koa<AppState> {
-  // Every store call is measured and traced here, whichever adapter `store` is.
-  const observedStore = new InstrumentedStore(store, {
-    duration: metrics.storeOperationDuration,
-    tracer: trace.getTracer('kvcrud', VERSION),
-  });
-  const service = new TableService({ store: observedStore, instanceIds: config.instanceIds, storeTimeoutMs: config.storeTimeoutMs });
+export function createApp({ config, stores: opened, logger, metrics = createMetrics(), drain = new DrainState(), auth }: AppDeps): Koa<AppState> {
+  // Every store call is measured, traced and checked for its deadline here, whichever driver opened it.
+  const instrumentation: StoreInstrumentation = { duration: metrics.storeOperationDuration, tracer: trace.getTracer('kvcrud', VERSION) };
+  const stores = instrumentStores(opened, instrumentation);
+  const v1Store = new LegacyInstrumentedStore(legacyStore(opened.default), opened.default.name, instrumentation);
+  const instanceIds = stores.default.instances;
+  const service = new TableService({ store: v1Store, instanceIds, storeTimeoutMs: config.storeTimeoutMs });
   const servesMetrics = config.metricsPort === undefined;
   const { authenticator, protectDocs } = auth ?? { authenticator: NO_AUTHENTICATION, protectDocs: false };
   const openApi = buildOpenApiDocument({
     version: VERSION,
-    instanceIds: config.instanceIds,
+    instanceIds,
     maxBodyBytes: config.maxBodyBytes,
     auth: { modes: authenticator.modes, protectDocs },
     servesMetrics,
@@ -71,7 +77,7 @@ export function createApp({ config, store, logger, metrics = createMetrics(), dr
   const caller = authenticate(authenticator, logger);
 
   const router = new Router<AppState>();
-  healthRoutes(router, service, drain);
+  healthRoutes(router, stores, drain, { storeTimeoutMs: config.storeTimeoutMs, logger });
   docsRoutes(router, openApi, protectDocs ? [caller, requireGrant()] : []);
   // Keyed by the principal, so it runs in the v1 routes right after authentication.
   const limit = config.rateLimitPerSecond === undefined ? undefined : rateLimit({ perSecond: config.rateLimitPerSecond });
@@ -90,6 +96,20 @@ export function createApp({ config, store, logger, metrics = createMetrics(), dr
   app.use(router.allowedMethods());
   logKoaErrors(app, logger);
   return app;
+}
+
+/**
+ * The default store through the contract the v1 service still speaks (legacy-store.ts). The
+ * drivers open stores of that contract until they implement DataStore; the v1 service moves to
+ * DataStore with them, and this goes.
+ */
+function legacyStore(named: NamedStore): LegacyDataStore {
+  const store: unknown = named.store;
+  const legacy = store as Partial<LegacyDataStore>;
+  if (typeof legacy.writeRow !== 'function' || typeof legacy.readRow !== 'function') {
+    throw new Error(`the v1 service cannot use the ${named.name} store: its ${named.driver} driver opens no store of the v1 contract`);
+  }
+  return store as LegacyDataStore;
 }
 
 /**
