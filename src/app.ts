@@ -81,7 +81,7 @@ export function createApp({ config, stores: opened, logger, metrics = createMetr
   docsRoutes(router, openApi, protectDocs ? [caller, requireGrant()] : []);
   // Keyed by the principal, so it runs in the v1 routes right after authentication.
   const limit = config.rateLimitPerSecond === undefined ? undefined : rateLimit({ perSecond: config.rateLimitPerSecond });
-  v1Routes(router, service, { maxBodyBytes: config.maxBodyBytes, authenticate: caller, rateLimit: limit });
+  v1Routes(router, service, { maxBodyBytes: config.maxBodyBytes, authenticate: caller, rateLimit: limit, defaultStore: stores.default.name });
   if (servesMetrics) metricsRoutes(router, metrics.registry);
 
   const app = new Koa<AppState>();

@@ -32,7 +32,7 @@ const logger = createLogger(config.logLevel);
 let authenticator: Authenticator;
 try {
   // Reads the keys and grants files: an invalid one is a configuration error too.
-  authenticator = openAuthenticator(config.auth, { logger, instanceIds: config.instanceIds });
+  authenticator = openAuthenticator(config.auth, { logger, stores: config.stores });
 } catch (error) {
   exitOnConfigError(error);
 }

@@ -32,10 +32,10 @@ export interface TestAppOptions {
   /** Wraps the real store, to inject a fault that cannot be caused for real. */
   readonly wrapStore?: (store: DataStore) => DataStore;
   /**
-   * Turns authentication on. Called with the served instances (grants name them) before the app
-   * starts; without it every caller is admin (AUTH_MODE none).
+   * Turns authentication on. Called with the served instances and the store's name (grants name
+   * them) before the app starts; without it every caller is admin (AUTH_MODE none).
    */
-  readonly auth?: (instances: readonly string[]) => TestAuth;
+  readonly auth?: (instances: readonly string[], store: string) => TestAuth;
 }
 
 export interface TestAuth {
@@ -80,12 +80,12 @@ export async function startTestApp(options: TestAppOptions): Promise<TestApp> {
   const storeName = options.harness?.name ?? 'bigtable';
   // The stores speak the v1 contract until their drivers implement DataStore (see legacyStore in app.ts).
   const stores: StoreSet = createStoreSet([{ name: storeName, driver: storeName, instances, store: store as unknown as StoreContract }], storeName);
-  const auth = options.auth?.(instances);
+  const auth = options.auth?.(instances, storeName);
   let authenticator: Authenticator | undefined;
   if (auth !== undefined) {
     authenticator = openAuthenticator(auth.config, {
       logger,
-      instanceIds: instances,
+      stores,
       ...(auth.reloadIntervalMs === undefined ? {} : { reloadIntervalMs: auth.reloadIntervalMs }),
       ...(auth.oidcTiming === undefined ? {} : { oidcTiming: auth.oidcTiming }),
     });

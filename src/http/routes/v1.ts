@@ -131,7 +131,13 @@ export const AUTH_ERRORS: readonly ErrorCode[] = ['UNAUTHENTICATED', 'PERMISSION
 export function v1Routes(
   router: Router<AppState>,
   service: TableService,
-  options: { maxBodyBytes: number; authenticate: Middleware<AppState>; rateLimit?: Middleware<AppState> | undefined },
+  options: {
+    maxBodyBytes: number;
+    authenticate: Middleware<AppState>;
+    rateLimit?: Middleware<AppState> | undefined;
+    /** The default store, which v1 serves: grants name its instances bare, or as `<store>/<instance>`. */
+    defaultStore: string;
+  },
 ): void {
   const body = jsonBody({ limitBytes: options.maxBodyBytes });
   // The service checks the instance too; this runs it before the body is read and validated.
@@ -151,7 +157,7 @@ export function v1Routes(
       ctx.status = operation.success.status;
     };
     const limited = options.rateLimit === undefined ? [] : [options.rateLimit];
-    const access = [options.authenticate, ...limited, authorize(operation.role, operation.operationId), servedInstance];
+    const access = [options.authenticate, ...limited, authorize(operation.role, operation.operationId, options.defaultStore), servedInstance];
     if (operation.body) {
       router[operation.method](path, ...access, body, handler);
     } else {
