@@ -51,7 +51,7 @@ try {
   writeFileSync(join(directory.path, 'keys-1000.json'), keysFile(keys));
   writeFileSync(join(directory.path, 'grants.json'), JSON.stringify({ grants: [{ subject: 'bench', role: 'reader', instances: ['*'] }] }));
   const oidc = { issuer: issuer.issuer, audiences: [TEST_AUDIENCE], grantsFile: join(directory.path, 'grants.json') };
-  const open = (config: Parameters<typeof openAuthenticator>[0]) => openAuthenticator(config, { logger, instanceIds: ['inst-a'] });
+  const open = (config: Parameters<typeof openAuthenticator>[0]) => openAuthenticator(config, { logger, stores: { default: { name: 'bigtable' }, all: [{ name: 'bigtable', instances: ['inst-a'] }] } });
 
   const cases: Array<[string, Authenticator, Credential | undefined | Credential[]]> = [
     ['none', NO_AUTHENTICATION, undefined],

@@ -19,26 +19,31 @@ import { buildOpenApiDocument } from './http/openapi.ts';
 import { docsRoutes } from './http/routes/docs.ts';
 import { healthRoutes } from './http/routes/health.ts';
 import { metricsRoutes } from './http/routes/metrics.ts';
+import { API_OPERATIONS, COMMON_ERRORS } from './http/api.ts';
 import type { Services } from './http/operations/operation.ts';
 import { registerOperations } from './http/operations/register.ts';
-import { API_OPERATIONS, COMMON_ERRORS } from './http/api.ts';
 import { v1Guards } from './http/v1/operations.ts';
 import { RowService } from './service/rows.ts';
 import { StoreDirectory } from './service/stores.ts';
 import { TableService as LegacyTableService } from './service/table-service.ts';
 import { TableService } from './service/tables.ts';
 import { findDriver } from './store/drivers.ts';
-import { InstrumentedStore } from './store/instrumented-store.ts';
+import { type StoreInstrumentation, instrumentStores } from './store/instrumented-store.ts';
+import { LegacyInstrumentedStore } from './store/legacy-instrumented-store.ts';
 import type { DataStore as LegacyDataStore } from './store/legacy-store.ts';
-import type { StoreSet } from './store/store-set.ts';
+import { type NamedStore, type StoreSet, createStoreSet } from './store/store-set.ts';
 import type { DataStore } from './store/store.ts';
 import { type Metrics, createMetrics } from './telemetry/metrics.ts';
 
 const VERSION = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 
 export interface AppDeps {
-  readonly config: Pick<Config, 'instanceIds' | 'maxBodyBytes' | 'storeTimeoutMs' | 'maxInflight' | 'rateLimitPerSecond' | 'metricsPort'>;
-  readonly store: LegacyDataStore;
+  readonly config: Pick<Config, 'maxBodyBytes' | 'storeTimeoutMs' | 'maxInflight' | 'rateLimitPerSecond' | 'metricsPort'>;
+  /**
+   * The stores as the drivers opened them (openStores); the app measures, traces and
+   * deadline-checks every call to them. The default store serves v1.
+   */
+  readonly stores: StoreSet;
   /** A logger from createLogger, whose `err` serializer keeps what an error carries out of the log. */
   readonly logger: Logger;
   /** The app's metrics; a fresh set when not given. Pass them to share with createMetricsApp. */
@@ -59,21 +64,20 @@ const isOperationsPath = (path: string): boolean => OPERATIONS_PATHS.has(path);
 
 /**
  * createApp wires the service: HTTP middleware and routes in front of the TableService, in front
- * of whichever DataStore it is given. The only place that knows all the layers.
+ * of the stores it is given. The only place that knows all the layers.
  */
-export function createApp({ config, store, logger, metrics = createMetrics(), drain = new DrainState(), auth }: AppDeps): Koa<AppState> {
-  // Every store call is measured and traced here, whichever adapter `store` is.
-  const observedStore = new InstrumentedStore(store, {
-    duration: metrics.storeOperationDuration,
-    tracer: trace.getTracer('kvcrud', VERSION),
-  });
-  const service = new LegacyTableService({ store: observedStore, instanceIds: config.instanceIds, storeTimeoutMs: config.storeTimeoutMs });
-  const stores = new StoreDirectory(singleStoreSet(store, config.instanceIds));
+export function createApp({ config, stores: opened, logger, metrics = createMetrics(), drain = new DrainState(), auth }: AppDeps): Koa<AppState> {
+  // Every store call is measured, traced and checked for its deadline here, whichever driver opened it.
+  const instrumentation: StoreInstrumentation = { duration: metrics.storeOperationDuration, tracer: trace.getTracer('kvcrud', VERSION) };
+  const stores = instrumentStores(withDriverFacts(opened), instrumentation);
+  const v1Store = new LegacyInstrumentedStore(legacyStore(opened.default), opened.default.name, instrumentation);
+  const instanceIds = stores.default.instances;
+  const directory = new StoreDirectory(stores);
   const services: Services = {
-    stores,
-    tables: new TableService({ stores, storeTimeoutMs: config.storeTimeoutMs }),
-    rows: new RowService({ stores, storeTimeoutMs: config.storeTimeoutMs }),
-    legacyV1: service,
+    stores: directory,
+    tables: new TableService({ stores: directory, storeTimeoutMs: config.storeTimeoutMs }),
+    rows: new RowService({ stores: directory, storeTimeoutMs: config.storeTimeoutMs }),
+    legacyV1: new LegacyTableService({ store: v1Store, instanceIds, storeTimeoutMs: config.storeTimeoutMs }),
   };
   const servesMetrics = config.metricsPort === undefined;
   const { authenticator, protectDocs } = auth ?? { authenticator: NO_AUTHENTICATION, protectDocs: false };
@@ -89,17 +93,15 @@ export function createApp({ config, store, logger, metrics = createMetrics(), dr
   const caller = authenticate(authenticator, logger);
 
   const router = new Router<AppState>();
-  healthRoutes(router, service, drain);
+  healthRoutes(router, stores, drain, { storeTimeoutMs: config.storeTimeoutMs, logger });
   docsRoutes(router, openApi, protectDocs ? [caller, requireGrant()] : []);
   // Keyed by the principal, so it runs in the v1 routes right after authentication.
   const limit = config.rateLimitPerSecond === undefined ? undefined : rateLimit({ perSecond: config.rateLimitPerSecond });
-  registerOperations(router, API_OPERATIONS.filter((operation) => operation.tag === 'v1'), {
-    services,
-    maxBodyBytes: config.maxBodyBytes,
-    authenticate: caller,
-    rateLimit: limit,
-    guards: v1Guards(services),
-  });
+  registerOperations(
+    router,
+    API_OPERATIONS.filter((operation) => operation.tag === 'v1'),
+    { services, maxBodyBytes: config.maxBodyBytes, authenticate: caller, rateLimit: limit, guards: v1Guards(services, stores.default.name) },
+  );
   if (servesMetrics) metricsRoutes(router, metrics.registry);
 
   const app = new Koa<AppState>();
@@ -114,6 +116,41 @@ export function createApp({ config, store, logger, metrics = createMetrics(), dr
   app.use(router.allowedMethods());
   logKoaErrors(app, logger);
   return app;
+}
+
+/**
+ * The default store through the contract the v1 service still speaks (legacy-store.ts). The
+ * drivers open stores of that contract until they implement DataStore; the v1 service moves to
+ * DataStore with them, and this goes.
+ */
+function legacyStore(named: NamedStore): LegacyDataStore {
+  const store: unknown = named.store;
+  const legacy = store as Partial<LegacyDataStore>;
+  if (typeof legacy.writeRow !== 'function' || typeof legacy.readRow !== 'function') {
+    throw new Error(`the v1 service cannot use the ${named.name} store: its ${named.driver} driver opens no store of the v1 contract`);
+  }
+  return store as LegacyDataStore;
+}
+
+/**
+ * The stores with the capabilities and limits of their drivers, for stores of the legacy
+ * contract that do not publish them yet; until the drivers open stores of the v2 contract.
+ */
+function withDriverFacts(stores: StoreSet): StoreSet {
+  const completed = stores.all.map((named): NamedStore => {
+    const driver = findDriver(named.driver);
+    if (driver === undefined || 'limits' in named.store) return named;
+    const store = new Proxy(named.store, {
+      get(target, property) {
+        if (property === 'capabilities') return driver.capabilities;
+        if (property === 'limits') return driver.limits;
+        const value: unknown = Reflect.get(target, property, target);
+        return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+      },
+    }) as DataStore;
+    return { ...named, store };
+  });
+  return createStoreSet(completed, stores.default.name);
 }
 
 /**
@@ -139,23 +176,4 @@ function logKoaErrors(app: Koa<AppState>, logger: Logger): void {
   app.on('error', (error: unknown, ctx?: Koa.ParameterizedContext<AppState>) => {
     logger.error({ err: error, requestId: ctx?.state.requestId, method: ctx?.method, status: ctx?.status }, 'response failed');
   });
-}
-
-/**
- * The one store the v1 variables configure, named after its driver, as the StoreSet the v2
- * service takes; the legacy store object is given the driver's capabilities and limits.
- */
-function singleStoreSet(store: LegacyDataStore, instances: readonly string[]): StoreSet {
-  const driver = findDriver(store.type);
-  if (driver === undefined) throw new Error(`no driver named ${store.type}`);
-  const v2 = new Proxy(store, {
-    get(target, property) {
-      if (property === 'capabilities') return driver.capabilities;
-      if (property === 'limits') return driver.limits;
-      const value: unknown = Reflect.get(target, property, target);
-      return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
-    },
-  }) as unknown as DataStore;
-  const named = { name: store.type, driver: store.type, instances, store: v2 };
-  return { default: named, all: [named], get: (name) => (name === named.name ? named : undefined) };
 }

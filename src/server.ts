@@ -1,14 +1,13 @@
 import type { AddressInfo } from 'node:net';
-import { resolve } from 'node:path';
 import { createApp, createMetricsApp } from './app.ts';
 import { type Authenticator, openAuthenticator } from './auth/authenticator.ts';
 import { ConfigError, type Config, loadConfig } from './config.ts';
 import { DrainState } from './http/drain-state.ts';
 import { shutDown } from './shutdown.ts';
 import { createHttpServer } from './http/http-server.ts';
-import { isStoreError } from './store/errors.ts';
-import { openStore } from './store/open-store.ts';
-import type { DataStore } from './store/legacy-store.ts';
+import { findDriver } from './store/drivers.ts';
+import { StoreOpenError, openStores } from './store/open-store.ts';
+import type { StoreSet } from './store/store-set.ts';
 import { createLogger } from './telemetry/logger.ts';
 import { createMetrics } from './telemetry/metrics.ts';
 import { flushTracing } from './telemetry/tracing.ts';
@@ -33,23 +32,23 @@ const logger = createLogger(config.logLevel);
 let authenticator: Authenticator;
 try {
   // Reads the keys and grants files: an invalid one is a configuration error too.
-  authenticator = openAuthenticator(config.auth, { logger, instanceIds: config.instanceIds });
+  authenticator = openAuthenticator(config.auth, { logger, stores: config.stores });
 } catch (error) {
   exitOnConfigError(error);
 }
 
-let store: DataStore;
+let stores: StoreSet;
 try {
-  store = openStore(config);
+  stores = await openStores(config.stores, { logger });
 } catch (error) {
-  if (!isStoreError(error)) throw error;
-  logger.fatal({ err: error, store: config.store.type }, `cannot open the ${config.store.type} store: ${error.message}`);
+  if (!(error instanceof StoreOpenError)) throw error;
+  logger.fatal({ err: error.cause, store: error.store, driver: error.driver }, error.message);
   process.exit(1);
 }
 const drain = new DrainState();
 const metrics = createMetrics();
 const server = createHttpServer(
-  createApp({ config, store, logger, metrics, drain, auth: { authenticator, protectDocs: config.auth.protectDocs } }),
+  createApp({ config, stores, logger, metrics, drain, auth: { authenticator, protectDocs: config.auth.protectDocs } }),
 ).listen(config.port);
 void authenticator.warmUp();
 
@@ -68,9 +67,19 @@ if (config.metricsPort !== undefined) {
 
 server.on('listening', () => {
   const { port } = server.address() as AddressInfo;
-  const dataDir = config.store.type === 'embedded' ? { dataDir: resolve(config.store.dataDir) } : {};
   const auth = config.auth.modes.join(',') || 'none';
-  logger.info({ port, store: store.type, instances: config.instanceIds, ...dataDir, auth }, `kvcrud listening on port ${port}`);
+  // Each store with what its driver says of it (project, emulator, data directory), never a secret.
+  const described = Object.fromEntries(
+    config.stores.all.map((store) => [
+      store.name,
+      { driver: store.driver, instances: store.instances, ...findDriver(store.driver)?.describe(store.settings) },
+    ]),
+  );
+  const defaultStore = config.stores.default;
+  logger.info(
+    { port, store: defaultStore.name, instances: defaultStore.instances, stores: described, auth },
+    `kvcrud listening on port ${port}`,
+  );
   if (config.auth.modes.length === 0) {
     logger.warn('AUTH_MODE is none: every caller is admin on every instance. Set AUTH_MODE to apikey or oidc to say who may do what.');
   }
@@ -88,7 +97,7 @@ let stopping = false;
 function onSignal(signal: NodeJS.Signals): void {
   if (stopping) return;
   stopping = true;
-  shutDown({ server, store, drain, logger, timeoutMs: config.shutdownTimeoutMs }, signal)
+  shutDown({ server, stores, drain, logger, timeoutMs: config.shutdownTimeoutMs }, signal)
     // Spans still batched are sent before the process goes (a no-op when tracing is off).
     .then(() => flushTracing())
     .then(

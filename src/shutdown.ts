@@ -1,9 +1,10 @@
 import type { Server } from 'node:http';
 import type { Logger } from 'pino';
 import type { DrainState } from './http/drain-state.ts';
-import type { DataStore } from './store/legacy-store.ts';
+import { closeStores } from './store/open-store.ts';
+import type { StoreSet } from './store/store-set.ts';
 
-/** Longest wait for the store to release its connections once the requests are done. */
+/** Longest wait for the stores to release their connections once the requests are done. */
 const STORE_CLOSE_TIMEOUT_MS = 3000;
 
 /** How often connections whose last request ended during the drain are closed. */
@@ -11,7 +12,7 @@ const IDLE_SWEEP_MS = 50;
 
 export interface ShutdownDeps {
   readonly server: Server;
-  readonly store: DataStore;
+  readonly stores: StoreSet;
   readonly drain: DrainState;
   readonly logger: Logger;
   /** How long in-flight requests may run on (SHUTDOWN_TIMEOUT_MS). */
@@ -21,10 +22,10 @@ export interface ShutdownDeps {
 /**
  * shutDown drains the process, in this order: /readyz turns 503 at once; the listener closes, so
  * no new connection is accepted; in-flight requests run to their end, for up to `timeoutMs`, after
- * which the connections still open are cut; then the store closes. It resolves when all that is
+ * which the connections still open are cut; then the stores close. It resolves when all that is
  * done (it never rejects); the caller then exits.
  */
-export async function shutDown({ server, store, drain, logger, timeoutMs }: ShutdownDeps, signal: string): Promise<void> {
+export async function shutDown({ server, stores, drain, logger, timeoutMs }: ShutdownDeps, signal: string): Promise<void> {
   const startedAt = performance.now();
   drain.start();
   logger.info({ signal, timeoutMs }, 'shutting down: finishing in-flight requests');
@@ -50,11 +51,11 @@ export async function shutDown({ server, store, drain, logger, timeoutMs }: Shut
 
   try {
     await Promise.race([
-      store.close(),
+      closeStores(stores),
       new Promise((_resolve, reject) => setTimeout(() => reject(new Error(`not closed within ${STORE_CLOSE_TIMEOUT_MS} ms`)), STORE_CLOSE_TIMEOUT_MS).unref()),
     ]);
   } catch (error) {
-    logger.error({ err: error }, 'closing the data store failed');
+    logger.error({ err: error }, 'closing the data stores failed');
   }
   logger.info({ durationMs: Math.round(performance.now() - startedAt), cutOff: outcome === 'timeout' }, 'shut down');
 }

@@ -137,7 +137,7 @@ describe('API explorer (/docs) in headless Chromium', function () {
     expect(failedSameOrigin, 'failed same-origin requests').to.deep.equal([]);
   });
 
-  it('answers "Try it out" on readCellData with the row from the emulator', async () => {
+  it('answers "Try it out" on readCellData with the row from the store', async () => {
     const { api, baseUrl, instance } = app();
     const suffix = randomBytes(4).toString('hex');
     const tableName = `explorer-${suffix}`;

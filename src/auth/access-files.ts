@@ -4,7 +4,7 @@
  * silently grant or withhold access, so anything unexpected makes the whole file invalid.
  */
 import Joi from 'joi';
-import { ALL_INSTANCES, type Grant, ROLES } from './access.ts';
+import { ALL_INSTANCES, type Grant, ROLES, type ServedStores, parseScope } from './access.ts';
 
 /** AccessFileError lists every problem of a file, each naming its place (`keys[1].sha256`). */
 export class AccessFileError extends Error {
@@ -27,6 +27,11 @@ export interface ApiKeyEntry {
 /** A grant to the holders of tokens with this subject (`sub`) or this verified email. */
 export type SubjectGrant = { readonly subject: string; readonly grant: Grant } | { readonly email: string; readonly grant: Grant };
 
+// An instance as the stores name them (and a little more, so a grant may name one served
+// elsewhere), after an optional store name as STORES_FILE allows it (1-32 of [a-z0-9-]).
+const INSTANCE = '[A-Za-z0-9][-_.A-Za-z0-9]{0,62}';
+const SCOPE = new RegExp(`^(?:\\*|${INSTANCE}|[a-z0-9-]{1,32}/(?:\\*|${INSTANCE}))$`);
+
 const grantFields = {
   role: Joi.string()
     .valid(...ROLES)
@@ -34,8 +39,8 @@ const grantFields = {
   instances: Joi.array()
     .items(
       Joi.string()
-        .pattern(/^(?:\*|[A-Za-z0-9][-_.A-Za-z0-9]{0,62})$/)
-        .messages({ 'string.pattern.base': `{{#label}} must be an instance ID or "${ALL_INSTANCES}"` }),
+        .pattern(SCOPE)
+        .messages({ 'string.pattern.base': `{{#label}} must be an instance ID, "store/instance", "store/*" or "${ALL_INSTANCES}"` }),
     )
     .min(1)
     .unique()
@@ -113,9 +118,19 @@ export function parseGrantsFile(text: string): SubjectGrant[] {
   );
 }
 
-/** Instances the grants name that the service does not serve: allowed (files may be shared), worth a warning. */
-export function unservedInstances(grants: readonly Grant[], served: readonly string[]): string[] {
+/**
+ * The scopes of `grants` that name a store the service does not serve, or an instance its store
+ * does not serve: allowed (files may be shared), worth a warning. Bare instance names are the
+ * default store's.
+ */
+export function unservedScopes(grants: readonly Grant[], served: ServedStores): string[] {
   const named = new Set(grants.flatMap((grant) => grant.instances));
   named.delete(ALL_INSTANCES);
-  return [...named].filter((instance) => !served.includes(instance)).sort();
+  return [...named]
+    .filter((scope) => {
+      const { store, instance } = parseScope(scope);
+      const instances = served.all.find((candidate) => candidate.name === (store ?? served.default.name))?.instances;
+      return instances === undefined || (instance !== ALL_INSTANCES && !instances.includes(instance));
+    })
+    .sort();
 }

@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { AuthConfig, AuthMode, OidcConfig } from '../config.ts';
-import { ANONYMOUS, type Caller } from './access.ts';
-import { type ApiKeyEntry, type SubjectGrant, parseApiKeysFile, parseGrantsFile, unservedInstances } from './access-files.ts';
+import { ANONYMOUS, type Caller, type ServedStores } from './access.ts';
+import { type ApiKeyEntry, type SubjectGrant, parseApiKeysFile, parseGrantsFile, unservedScopes } from './access-files.ts';
 import { findApiKeyHolder } from './api-keys.ts';
 import { AuthenticationError, NOT_ACCEPTED } from './errors.ts';
 import { DEFAULT_OIDC_TIMING, OidcVerifier, type OidcTiming } from './oidc.ts';
@@ -34,8 +34,8 @@ export interface Authenticator {
 
 export interface AuthenticatorOptions {
   readonly logger: Logger;
-  /** The served instances, to warn about grants naming others. */
-  readonly instanceIds: readonly string[];
+  /** The served stores and instances, to warn about grants naming others. */
+  readonly stores: ServedStores;
   /** How often the keys and grants files are read again for changes. */
   readonly reloadIntervalMs?: number;
   readonly oidcTiming?: OidcTiming;
@@ -60,14 +60,14 @@ export const NO_AUTHENTICATION: Authenticator = Object.freeze({
  */
 export function openAuthenticator(config: AuthConfig, options: AuthenticatorOptions): Authenticator {
   if (config.modes.length === 0) return NO_AUTHENTICATION;
-  const { logger, instanceIds } = options;
+  const { logger, stores } = options;
   const intervalMs = options.reloadIntervalMs ?? DEFAULT_RELOAD_INTERVAL_MS;
   const warnUnserved = (variable: string) => (grants: ReadonlyArray<{ grant: ApiKeyEntry['grant'] }>) => {
-    const unserved = unservedInstances(
+    const unserved = unservedScopes(
       grants.map((entry) => entry.grant),
-      instanceIds,
+      stores,
     );
-    if (unserved.length > 0) logger.warn({ file: variable, instances: unserved }, `${variable} names instances this service does not serve`);
+    if (unserved.length > 0) logger.warn({ file: variable, instances: unserved }, `${variable} names stores or instances this service does not serve`);
   };
 
   let apiKeys: ReloadingFile<ApiKeyEntry[]> | undefined;

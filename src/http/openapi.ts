@@ -68,9 +68,12 @@ export function buildOpenApiDocument(options: OpenApiOptions): JsonObject {
     get: {
       operationId: 'readyz',
       tags: ['operations'],
-      summary: 'Readiness: the data store answers',
+      summary: 'Readiness: the data stores answer',
+      description:
+        'Asks every store within 800 ms. `ready`: all answered; `degraded`: some did not (the log names them), and calls to those ' +
+        'fail with 503 BACKEND_UNAVAILABLE; 503: none answered.',
       responses: {
-        200: { description: 'Ready.', content: { 'application/json': { schema: ref('schemas', 'Health') } } },
+        200: { description: 'Ready, or degraded.', content: { 'application/json': { schema: ref('schemas', 'Health') } } },
         ...problemResponses(['BACKEND_UNAVAILABLE', 'SHUTTING_DOWN']),
       },
     },

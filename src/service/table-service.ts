@@ -148,11 +148,6 @@ export class TableService {
     return { instanceID, deleted };
   }
 
-  /** Resolves when the store answers within the given time. */
-  async checkReady(timeoutMs: number): Promise<void> {
-    await this.#store.checkHealth({ deadline: Date.now() + Math.min(timeoutMs, this.#storeTimeoutMs) });
-  }
-
   #callOptions(request: RequestOptions): CallOptions {
     const deadline = Date.now() + this.#storeTimeoutMs;
     return request.signal === undefined ? { deadline } : { deadline, signal: request.signal };

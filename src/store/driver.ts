@@ -24,6 +24,13 @@ export interface StoreDriver<Settings extends object = object> {
    * are configured through STORES_FILE only.
    */
   readonly fromEnvironment?: (env: Readonly<Record<string, string>>) => Record<string, unknown>;
+  /** The instances served when the v1 variables name this driver and INSTANCE_IDS is unset; absent: INSTANCE_IDS is required. */
+  readonly defaultInstances?: readonly string[];
+  /**
+   * The local resources a store holds exclusively (a data directory, resolved to an absolute
+   * path), by the setting that names each. Two stores of one process may not name the same one.
+   */
+  readonly exclusiveResources?: (settings: Settings) => Readonly<Record<string, string>>;
   readonly capabilities: StoreCapabilities;
   readonly limits: StoreLimits;
   /** What the start-up log line says of a store (project, emulator host, data directory); never a secret. */

@@ -8,3 +8,12 @@ export const DRIVERS: readonly StoreDriver[] = [bigtableDriver, embeddedDriver] 
 export function findDriver(name: string): StoreDriver | undefined {
   return DRIVERS.find((driver) => driver.name === name);
 }
+
+/**
+ * The driver the v1 variables mean when DATA_STORE is unset: Bigtable when anything
+ * Bigtable-specific is configured, else the embedded store, so that a fresh clone serves with no
+ * configuration at all.
+ */
+export function defaultDriverName(env: Readonly<Record<string, string>>): string {
+  return env['GOOGLE_CLOUD_PROJECT'] !== undefined || env['BIGTABLE_EMULATOR_HOST'] !== undefined ? bigtableDriver.name : embeddedDriver.name;
+}

@@ -22,3 +22,20 @@ export interface StoreSet {
   readonly all: readonly NamedStore[];
   get(name: string): NamedStore | undefined;
 }
+
+/**
+ * createStoreSet builds the StoreSet of `stores` (in configuration order, names distinct), whose
+ * default is the one named `defaultName`.
+ */
+export function createStoreSet(stores: readonly NamedStore[], defaultName: string): StoreSet {
+  const byName = new Map(stores.map((store) => [store.name, store]));
+  const defaultStore = byName.get(defaultName);
+  if (defaultStore === undefined || byName.size !== stores.length) {
+    throw new Error(`a store set needs distinct names and a default among them, got ${stores.map((store) => store.name).join(', ')} and "${defaultName}"`);
+  }
+  return Object.freeze({
+    default: defaultStore,
+    all: Object.freeze([...stores]),
+    get: (name: string) => byName.get(name),
+  });
+}

@@ -5,8 +5,14 @@ import type { SpanProcessor } from '@opentelemetry/sdk-trace';
 /** Requests that are never traced: probes and scrapes, which would only bury the traces that matter. */
 const UNTRACED_PATHS: ReadonlySet<string> = new Set(['/healthz', '/readyz', '/metrics']);
 
-/** The query parameter that carries a row key: the caller's data, kept out of span attributes. */
-const REDACTED_QUERY_PARAMETERS = ['id'];
+/**
+ * Query parameters that carry row keys: the caller's data, kept out of span attributes. v1's
+ * `id`; v2's scan bounds and prefix, page tokens (which hold the key to resume from) and keys.
+ */
+const REDACTED_QUERY_PARAMETERS = ['id', 'start', 'end', 'prefix', 'pageToken', 'keys'];
+
+/** What stands in for a redacted value, as the HTTP instrumentation writes it for query parameters. */
+const REDACTED = 'REDACTED';
 
 let sdk: NodeSDK | undefined;
 
@@ -60,6 +66,8 @@ export async function startTracing(options: TracingOptions = {}): Promise<void> 
       new HttpInstrumentation({
         ignoreIncomingRequestHook: (request: IncomingMessage) => UNTRACED_PATHS.has(pathOf(request)),
         redactedQueryParamsServer: REDACTED_QUERY_PARAMETERS,
+        // Replaces the url.path the instrumentation takes from the request.
+        startIncomingSpanHook: (request: IncomingMessage) => ({ 'url.path': redactPath(pathOf(request)) }),
       }),
       new GrpcInstrumentation(),
     ],
@@ -76,6 +84,15 @@ export async function flushTracing(timeoutMs = 5000): Promise<void> {
   const stopping = sdk.shutdown();
   sdk = undefined;
   await Promise.race([stopping.catch(() => {}), new Promise((resolve) => setTimeout(resolve, timeoutMs).unref())]);
+}
+
+/**
+ * redactPath takes the row key out of a v2 path: the segment after `/rows/`, up to a `:verb`
+ * (`rows/{key}:mutate`; a colon in a key is sent as %3A). Span attributes get route templates and
+ * this; never a key.
+ */
+export function redactPath(path: string): string {
+  return path.replace(/\/rows\/[^/]*/gi, (segment) => `/rows/${REDACTED}${/:[A-Za-z]+$/.exec(segment)?.[0] ?? ''}`);
 }
 
 function pathOf(request: IncomingMessage): string {

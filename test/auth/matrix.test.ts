@@ -1,7 +1,9 @@
 /**
  * The authorization matrix: every auth mode × role × grant scope × instance × v1 endpoint, over
- * HTTP against the real app and emulator, with real API keys and real signed tokens. Each answer
- * is checked against the served OpenAPI document by the ApiClient.
+ * HTTP against the real app and store, with real API keys and real signed tokens. Each answer is
+ * checked against the served OpenAPI document by the ApiClient. v1 serves the default store, so
+ * a grant covers a v1 instance when it names it bare or with the default store's name, or names
+ * all of that store's instances, or everything; a grant on another store covers none.
  */
 import { randomBytes } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
@@ -21,8 +23,39 @@ type Form = 'X-API-Key' | 'Bearer API key' | 'Bearer RS256 token' | 'Bearer ES25
 const RANK: Record<Role, number> = { reader: 0, writer: 1, admin: 2 };
 const NEEDS: Record<Endpoint, Role> = { createTable: 'admin', insertData: 'writer', readCellData: 'reader', deleteTable: 'admin' };
 const ROLES: readonly Role[] = ['reader', 'writer', 'admin'];
-const SCOPES = ['first instance', 'all instances'] as const;
+const SCOPES = ['first instance', 'all instances', "first instance, with the store's name", "the store's every instance", 'another store'] as const;
 type Scope = (typeof SCOPES)[number];
+
+/** The grant's `instances` for a scope, on the served instances of the store named `store`. */
+function scopeEntries(scope: Scope, instances: readonly string[], store: string): string[] {
+  const first = instances[0] ?? '';
+  switch (scope) {
+    case 'first instance':
+      return [first];
+    case 'all instances':
+      return ['*'];
+    case "first instance, with the store's name":
+      return [`${store}/${first}`];
+    case "the store's every instance":
+      return [`${store}/*`];
+    case 'another store':
+      return ['cache/*', `cache/${first}`];
+  }
+}
+
+/** Whether the scope covers an instance of the default store (written out, not computed from the entries). */
+function scopeCovers(scope: Scope, instance: string, served: readonly string[]): boolean {
+  switch (scope) {
+    case 'first instance':
+    case "first instance, with the store's name":
+      return instance === served[0];
+    case 'all instances':
+    case "the store's every instance":
+      return true;
+    case 'another store':
+      return false;
+  }
+}
 
 interface Principal {
   readonly role: Role;
@@ -34,7 +67,7 @@ interface Principal {
 
 const PRINCIPALS: readonly Principal[] = ROLES.flatMap((role) =>
   SCOPES.map((scope) => {
-    const id = `${role}-${scope === 'all instances' ? 'all' : 'first'}`;
+    const id = `${role}-${SCOPES.indexOf(scope)}`;
     return { role, scope, id, key: newApiKey(), subject: `system:serviceaccount:test:${id}` };
   }),
 );
@@ -47,8 +80,7 @@ const MODES: ReadonlyArray<{ modes: AuthMode[]; forms: Form[] }> = [
 
 /** What the answer must be: the operation's success, 403, or (granted, but not served) 404. */
 function expectedOutcome(principal: Principal, endpoint: Endpoint, instance: string, served: readonly string[]): 'allowed' | 403 | 404 {
-  const coversInstance = principal.scope === 'all instances' || instance === served[0];
-  if (RANK[principal.role] < RANK[NEEDS[endpoint]] || !coversInstance) return 403;
+  if (RANK[principal.role] < RANK[NEEDS[endpoint]] || !scopeCovers(principal.scope, instance, served)) return 403;
   return served.includes(instance) ? 'allowed' : 404;
 }
 
@@ -62,8 +94,8 @@ for (const { modes, forms } of MODES) {
     });
     const app = useTestApp({
       instanceCount: 2,
-      auth: (instances) => {
-        const grantsOf = (principal: Principal) => (principal.scope === 'all instances' ? ['*'] : [instances[0] ?? '']);
+      auth: (instances, store) => {
+        const grantsOf = (principal: Principal) => scopeEntries(principal.scope, instances, store);
         const keys: KeyEntry[] = PRINCIPALS.map((p) => ({ name: p.id, key: p.key, role: p.role, instances: grantsOf(p) }));
         writeFileSync(join(files.path, 'keys.json'), keysFile(keys));
         const grants = PRINCIPALS.map((p) => ({ subject: p.subject, role: p.role, instances: grantsOf(p) }));

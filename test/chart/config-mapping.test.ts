@@ -57,7 +57,7 @@ describe('the Helm chart maps values to the service configuration', function () 
       logLevel: 'info',
       metricsPort: 9090,
     });
-    expect(config.store).to.deep.equal({ type: 'bigtable', projectId: 'my-project' });
+    expect(config.stores.default).to.deep.include({ driver: 'bigtable', settings: { projectId: 'my-project' } });
   });
 
   it('lets each pod take 256 requests at once, with no rate limit, by default (MAX_INFLIGHT, RATE_LIMIT_PER_SECOND)', async () => {
@@ -86,7 +86,10 @@ describe('the Helm chart maps values to the service configuration', function () 
   it('points the service at a Bigtable emulator', async () => {
     const manifests = await render(helm, { valuesFiles: ['ci/default-values.yaml'], set: { 'bigtable.emulatorHost': 'bigtable-emulator:8086' } });
     expect(environment(manifests)).to.include({ BIGTABLE_EMULATOR_HOST: 'bigtable-emulator:8086' });
-    expect(loadConfig(environment(manifests)).store).to.deep.equal({ type: 'bigtable', projectId: 'my-project', emulatorHost: 'bigtable-emulator:8086' });
+    expect(loadConfig(environment(manifests)).stores.default).to.deep.include({
+      driver: 'bigtable',
+      settings: { projectId: 'my-project', emulatorHost: 'bigtable-emulator:8086' },
+    });
   });
 
   it('mounts credentials.existingSecret read-only and points GOOGLE_APPLICATION_CREDENTIALS at the key', async () => {

@@ -105,7 +105,7 @@ describe('skaffold.yaml', function () {
       // The tag@digest skaffold passes must not leak into a label value.
       expect(apiServerProblems(manifests)).to.deep.equal([]);
       const config = loadConfig(environment(manifests));
-      expect(config.store).to.deep.equal({ type: 'bigtable', projectId: 'my-project' });
+      expect(config.stores.default).to.deep.include({ driver: 'bigtable', settings: { projectId: 'my-project' } });
       expect(config.instanceIds).to.deep.equal(['my-instance']);
       // The chart's default: API keys, so a deployment to a real cluster is never open.
       expect(config.auth.modes).to.deep.equal(['apikey']);
@@ -141,7 +141,8 @@ describe('skaffold.yaml', function () {
       expect(env['BIGTABLE_EMULATOR_HOST']).to.equal(`${emulatorService['metadata'].name}:${emulatorService['spec'].ports[0].port}`);
       expect(container(manifests)['image']).to.equal(`${BUILT.repository}:${BUILT.tag}@${BUILT.digest}`);
       const config = loadConfig(env);
-      expect(config.store).to.include({ type: 'bigtable', emulatorHost: env['BIGTABLE_EMULATOR_HOST'] });
+      expect(config.stores.default.driver).to.equal('bigtable');
+      expect(config.stores.default.settings).to.include({ emulatorHost: env['BIGTABLE_EMULATOR_HOST'] });
       expect(config.instanceIds.length).to.be.at.least(1);
       // The throwaway dev cluster answers plain curl: no authentication.
       expect(config.auth.modes).to.deep.equal([]);

@@ -1,6 +1,6 @@
 import { createServer, type IncomingMessage } from 'node:http';
 import { type AddressInfo, createServer as createNetServer } from 'node:net';
-import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'chai';
@@ -34,6 +34,58 @@ describe('the service process', () => {
       );
       expect(code).to.equal(EX_CONFIG);
       expect(stderr).to.match(/^kvcrud: invalid configuration: GOOGLE_APPLICATION_CREDENTIALS file "\/nonexistent\/key.json" cannot be read\n$/);
+    });
+  });
+
+  describe('with a STORES_FILE', () => {
+    let directory: string;
+    before(() => {
+      directory = mkdtempSync(join(tmpdir(), 'kvcrud-stores-file-'));
+    });
+    after(() => rmSync(directory, { recursive: true, force: true }));
+
+    it('serves every store it names, v1 on the default one, and describes each in the start-up line', async function () {
+      const host = emulatorHost(this);
+      const remote = randomInstanceId();
+      writeFileSync(
+        join(directory, 'stores.yaml'),
+        [
+          'default: local',
+          'stores:',
+          `  local: { driver: embedded, dataDir: ${join(directory, 'local')}, instances: [local] }`,
+          `  remote: { driver: bigtable, projectId: ${TEST_PROJECT}, emulatorHost: "${host}", instances: [${remote}] }`,
+        ].join('\n'),
+      );
+      const service = await runService(cleanEnv({ PORT: '0', STORES_FILE: join(directory, 'stores.yaml') }));
+      try {
+        const line = JSON.parse(service.output[0] ?? '{}') as Record<string, unknown>;
+        expect(line).to.deep.include({
+          store: 'local',
+          instances: ['local'],
+          stores: {
+            local: { driver: 'embedded', instances: ['local'], dataDir: join(directory, 'local') },
+            remote: { driver: 'bigtable', instances: [remote], projectId: TEST_PROJECT, emulatorHost: host },
+          },
+        });
+        const api = await ApiClient.connect(service.baseUrl);
+        expect((await api.get('/readyz')).body).to.deep.equal({ status: 'ready' });
+        expect((await api.post('/v1/local/createTable', { tableName: 't', columnFamily: 'cf' })).status).to.equal(201);
+        // v1 is the default store's: the other store's instances are not among its instances.
+        expect((await api.post(`/v1/${remote}/createTable`, { tableName: 't', columnFamily: 'cf' })).body.code).to.equal('INSTANCE_NOT_FOUND');
+      } finally {
+        expect(await service.stop()).to.equal(0);
+      }
+    });
+
+    it('exits 78 naming the store and the field of every problem, and each variable it cannot be combined with', async () => {
+      writeFileSync(join(directory, 'bad.json'), JSON.stringify({ default: 'main', stores: { main: { driver: 'bigtable', instances: ['orders-prod'] } } }));
+      const { code, stdout, stderr } = await runServiceToExit(cleanEnv({ STORES_FILE: join(directory, 'bad.json'), DATA_DIR: './data' }));
+      expect(code).to.equal(EX_CONFIG);
+      expect(stdout).to.equal('');
+      expect(stderr).to.equal(
+        "kvcrud: invalid configuration: DATA_DIR cannot be set with STORES_FILE: set dataDir in the store's entry instead; " +
+          'STORES_FILE: stores.main.projectId is required\n',
+      );
     });
   });
 

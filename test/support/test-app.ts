@@ -8,14 +8,16 @@ import type { AuthConfig } from '../../src/config.ts';
 import { type ServerLimits, createHttpServer } from '../../src/http/http-server.ts';
 import { BigtableStore } from '../../src/store/bigtable/bigtable-store.ts';
 import type { DataStore } from '../../src/store/legacy-store.ts';
+import type { DataStore as StoreContract } from '../../src/store/store.ts';
+import { type StoreSet, createStoreSet } from '../../src/store/store-set.ts';
 import { createLogger } from '../../src/telemetry/logger.ts';
 import { ApiClient } from './api-client.ts';
-import { type HarnessFactory, type StoreCapabilities, type StoreHarness, TEST_PROJECT, bigtableHarness } from './stores.ts';
+import { type HarnessFactory, type StoreCapabilities, type StoreHarness, TEST_PROJECT, embeddedHarness } from './stores.ts';
 
 export { TEST_PROJECT };
 
 export interface TestAppOptions {
-  /** The store to serve; by default Bigtable on `emulatorHost`. */
+  /** The store to serve; without it, Bigtable on `emulatorHost`. */
   readonly harness?: StoreHarness;
   /** host:port of the Bigtable emulator (or of anything else posing as one), without a harness. */
   readonly emulatorHost?: string;
@@ -30,10 +32,10 @@ export interface TestAppOptions {
   /** Wraps the real store, to inject a fault that cannot be caused for real. */
   readonly wrapStore?: (store: DataStore) => DataStore;
   /**
-   * Turns authentication on. Called with the served instances (grants name them) before the app
-   * starts; without it every caller is admin (AUTH_MODE none).
+   * Turns authentication on. Called with the served instances and the store's name (grants name
+   * them) before the app starts; without it every caller is admin (AUTH_MODE none).
    */
-  readonly auth?: (instances: readonly string[]) => TestAuth;
+  readonly auth?: (instances: readonly string[], store: string) => TestAuth;
 }
 
 export interface TestAuth {
@@ -53,6 +55,8 @@ export interface TestApp {
   readonly instance: string;
   /** The store behind the app, for arranging what the v1 API cannot (e.g. a second family). */
   readonly store: DataStore;
+  /** Its name in the app's StoreSet (and in metric labels): its driver's, as for the store the v1 variables define. */
+  readonly storeName: string;
   /** What the store's harness says it can do (Bigtable's when no harness was given). */
   readonly capabilities: StoreCapabilities;
   /** Log lines (parsed JSON) the app wrote. */
@@ -73,25 +77,27 @@ export async function startTestApp(options: TestAppOptions): Promise<TestApp> {
     ? await options.harness.open(instances)
     : new BigtableStore({ projectId: TEST_PROJECT, instanceIds: instances, emulatorHost: options.emulatorHost ?? '' });
   const store = options.wrapStore ? options.wrapStore(real) : real;
-  const auth = options.auth?.(instances);
+  const storeName = options.harness?.name ?? 'bigtable';
+  // The stores speak the v1 contract until their drivers implement DataStore (see legacyStore in app.ts).
+  const stores: StoreSet = createStoreSet([{ name: storeName, driver: storeName, instances, store: store as unknown as StoreContract }], storeName);
+  const auth = options.auth?.(instances, storeName);
   let authenticator: Authenticator | undefined;
   if (auth !== undefined) {
     authenticator = openAuthenticator(auth.config, {
       logger,
-      instanceIds: instances,
+      stores,
       ...(auth.reloadIntervalMs === undefined ? {} : { reloadIntervalMs: auth.reloadIntervalMs }),
       ...(auth.oidcTiming === undefined ? {} : { oidcTiming: auth.oidcTiming }),
     });
   }
   const app = createApp({
     config: {
-      instanceIds: instances,
       maxBodyBytes: options.maxBodyBytes ?? 10 * 1024 * 1024,
       storeTimeoutMs: options.storeTimeoutMs ?? 5000,
       maxInflight: options.maxInflight ?? 256,
       rateLimitPerSecond: options.rateLimitPerSecond,
     },
-    store,
+    stores,
     logger,
     ...(authenticator === undefined ? {} : { auth: { authenticator, protectDocs: auth?.config.protectDocs ?? false } }),
   });
@@ -105,6 +111,7 @@ export async function startTestApp(options: TestAppOptions): Promise<TestApp> {
     instances,
     instance: instances[0] ?? '',
     store: real,
+    storeName,
     capabilities: options.harness?.capabilities ?? { fastWideWrites: false },
     logs,
     async close() {
@@ -118,15 +125,16 @@ export async function startTestApp(options: TestAppOptions): Promise<TestApp> {
 
 /**
  * useTestApp starts a TestApp before the suite's tests and closes it after; `store` picks the
- * adapter (Bigtable on the emulator by default; skipped when there is none). Returns an accessor
- * for the tests.
+ * adapter: the embedded store by default, so that suites that do not depend on the store never
+ * skip; Bigtable (bigtableHarness) is skipped when there is no emulator. Returns an accessor for
+ * the tests.
  */
 export function useTestApp(
   options: Omit<TestAppOptions, 'emulatorHost' | 'harness'> & { readonly store?: HarnessFactory } = {},
 ): () => TestApp {
   let app: TestApp | undefined;
   before(async function () {
-    const { store = bigtableHarness, ...rest } = options;
+    const { store = embeddedHarness, ...rest } = options;
     app = await startTestApp({ ...rest, harness: store(this) });
   });
   after(async () => {

@@ -81,8 +81,8 @@ describe('GET /metrics', () => {
       expect(sampleValue(scraped.samples, `${HTTP}_sum`, labels)).to.be.above(0);
     });
 
-    it('times each store operation by store type, operation and outcome code', () => {
-      const count = (operation: string, code: string) => sampleValue(scraped.samples, `${STORE}_count`, { store: 'bigtable', operation, code });
+    it('times each store operation by store name, operation and outcome code', () => {
+      const count = (operation: string, code: string) => sampleValue(scraped.samples, `${STORE}_count`, { store: app().storeName, operation, code });
       expect(count('createTable', 'OK')).to.equal(1);
       expect(count('createTable', 'ALREADY_EXISTS')).to.equal(1);
       expect(count('writeRow', 'OK')).to.equal(1);

@@ -7,6 +7,7 @@ import { tracingRequested } from '../../src/telemetry/tracing.ts';
 import { withOverrides } from '../support/store-faults.ts';
 import { type TestApp, startTestApp, useTestApp } from '../support/test-app.ts';
 import { closedPort } from '../support/fake-backends.ts';
+import { bigtableHarness } from '../support/stores.ts';
 
 /** A caller's W3C trace context: a fresh trace id and the caller's span id. */
 function callerContext(): { traceId: string; parentSpanId: string; traceparent: string } {
@@ -30,7 +31,7 @@ describe('tracing', () => {
   after(() => spanRecorder.stop());
 
   describe('of each endpoint', () => {
-    const app = useTestApp();
+    const app = useTestApp({ store: bigtableHarness });
     const v1 = () => `/v1/${app().instance}`;
 
     /** Sends a request in a fresh trace of the caller's and returns the spans the service made in it. */
@@ -98,7 +99,7 @@ describe('tracing', () => {
   });
 
   describe('context and attributes', () => {
-    const app = useTestApp();
+    const app = useTestApp({ store: bigtableHarness });
 
     it("continues the caller's trace from traceparent, and logs its trace id", async () => {
       const caller = callerContext();
@@ -134,6 +135,26 @@ describe('tracing', () => {
         'enduser.id': 'anonymous',
       });
       expect(JSON.stringify(spans.map((span) => span.attributes))).to.not.contain('secret-row-key');
+    });
+
+    it('keeps the row keys and key bounds of v2 paths and queries off the server span', async () => {
+      const caller = callerContext();
+      const rows = `/v2/stores/main/instances/${app().instance}/tables/t/rows`;
+      const paths = [
+        `${rows}/secret-key-1?columns=cf`,
+        `${rows}/secret-key-2:mutate`,
+        `${rows}?start=secret-start&end=secret-end&prefix=secret-prefix&pageToken=secret-token&limit=5`,
+        `${rows}:batchGet?keys=secret-keys`,
+      ];
+      for (const path of paths) await app().api.request('GET', path, { headers: { traceparent: caller.traceparent } });
+      const servers = (await spanRecorder.trace(caller.traceId)).filter((span) => span.kind === SpanKind.SERVER);
+      expect(servers.map((span) => [span.attributes['url.path'], span.attributes['url.query']])).to.deep.equal([
+        [`${rows}/REDACTED`, 'columns=cf'],
+        [`${rows}/REDACTED:mutate`, undefined],
+        [rows, 'start=REDACTED&end=REDACTED&prefix=REDACTED&pageToken=REDACTED&limit=5'],
+        [`${rows}:batchGet`, 'keys=REDACTED'],
+      ]);
+      expect(JSON.stringify(servers.map((span) => span.attributes))).to.not.contain('secret');
     });
 
     it('records a failed store call on its span and the problem code on the server span', async () => {

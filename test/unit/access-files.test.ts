@@ -1,5 +1,6 @@
 import { expect } from 'chai';
-import { AccessFileError, parseApiKeysFile, parseGrantsFile, unservedInstances } from '../../src/auth/access-files.ts';
+import { type Caller, type Role, type ServedStores, callerMay, callerRole, usableStores } from '../../src/auth/access.ts';
+import { AccessFileError, parseApiKeysFile, parseGrantsFile, unservedScopes } from '../../src/auth/access-files.ts';
 import { findApiKeyHolder } from '../../src/auth/api-keys.ts';
 import { newApiKey, sha256Hex } from '../support/access-files.ts';
 
@@ -37,7 +38,11 @@ describe('the API keys file', () => {
       [{ keys: [{ ...entry, sha256: 'abc' }] }, ['keys[0].sha256 must be the SHA-256 of the key in hex (64 digits)']],
       [{ keys: [{ ...entry, role: 'owner' }] }, ['keys[0].role must be one of [reader, writer, admin]']],
       [{ keys: [{ ...entry, instances: [] }] }, ['keys[0].instances must contain at least 1 items']],
-      [{ keys: [{ ...entry, instances: ['a b'] }] }, ['keys[0].instances[0] must be an instance ID or "*"']],
+      [{ keys: [{ ...entry, instances: ['a b'] }] }, ['keys[0].instances[0] must be an instance ID, "store/instance", "store/*" or "*"']],
+      [
+        { keys: [{ ...entry, instances: ['Main/inst-a', '*/inst-a', 'main/', '/inst-a', 'a/b/c', 'main/**'] }] },
+        [0, 1, 2, 3, 4, 5].map((index) => `keys[0].instances[${index}] must be an instance ID, "store/instance", "store/*" or "*"`),
+      ],
       [{ keys: [{ ...entry, name: 'has space' }] }, ['keys[0].name must be 1-128 letters, digits and - _ . @ :, starting with a letter or digit']],
       [{ keys: [{ ...entry, key: 'the key itself' }] }, ['keys[0].key is not allowed']],
       [{ keys: [entry, { ...entry, sha256: 'b'.repeat(64) }] }, ['keys[1] repeats a name or a key of an earlier entry']],
@@ -75,13 +80,118 @@ describe('the OIDC grants file', () => {
   });
 });
 
-describe('unservedInstances', () => {
-  it('lists the instances grants name that are not served, ignoring *', () => {
+describe('grant scopes', () => {
+  it('accepts an instance of the default store, one of a named store, every instance of a store, and everything', () => {
+    const scopes = ['inst-a', 'main/inst-a', 'cache/*', 'a-1/x_y.z', '*'];
+    const [key] = parseApiKeysFile(JSON.stringify({ keys: [{ name: 'a', sha256: DIGEST, role: 'reader', instances: scopes }] }));
+    expect(key?.grant.instances).to.deep.equal(scopes);
+    const [grant] = parseGrantsFile(JSON.stringify({ grants: [{ subject: 's', role: 'reader', instances: scopes }] }));
+    expect(grant?.grant.instances).to.deep.equal(scopes);
+  });
+});
+
+describe('unservedScopes', () => {
+  const served: ServedStores = {
+    default: { name: 'main' },
+    all: [
+      { name: 'main', instances: ['inst-a'] },
+      { name: 'cache', instances: ['sessions'] },
+    ],
+  };
+
+  it('lists the scopes naming a store or an instance that is not served, ignoring * and reading bare names as the default store', () => {
     const grants = [
-      { role: 'reader' as const, instances: ['inst-a', '*', 'inst-z'] },
-      { role: 'admin' as const, instances: ['inst-y', 'inst-z'] },
+      { role: 'reader' as const, instances: ['inst-a', '*', 'inst-z', 'main/inst-a', 'cache/sessions', 'cache/*'] },
+      { role: 'admin' as const, instances: ['inst-y', 'inst-z', 'cache/inst-a', 'other/*', 'other/x', 'sessions'] },
     ];
-    expect(unservedInstances(grants, ['inst-a'])).to.deep.equal(['inst-y', 'inst-z']);
+    expect(unservedScopes(grants, served)).to.deep.equal(['cache/inst-a', 'inst-y', 'inst-z', 'other/*', 'other/x', 'sessions']);
+  });
+});
+
+/**
+ * Who may do what, from a real keys file to the decision, for every scope form, role and target.
+ * The expected coverage of each scope is written out, not computed: the test must not share the
+ * code's mistakes.
+ */
+describe('the authorization matrix at the function level', () => {
+  const served: ServedStores = {
+    default: { name: 'main' },
+    all: [
+      { name: 'main', instances: ['inst-a', 'inst-b'] },
+      { name: 'cache', instances: ['inst-a', 'sessions'] },
+    ],
+  };
+  const TARGETS = ['main/inst-a', 'main/inst-b', 'main/unknown', 'cache/inst-a', 'cache/sessions', 'cache/unknown', 'other/inst-a'] as const;
+  const COVERS: Record<string, ReadonlyArray<(typeof TARGETS)[number]>> = {
+    'inst-a': ['main/inst-a'],
+    'main/inst-a': ['main/inst-a'],
+    'main/*': ['main/inst-a', 'main/inst-b', 'main/unknown'],
+    'cache/inst-a': ['cache/inst-a'],
+    'cache/*': ['cache/inst-a', 'cache/sessions', 'cache/unknown'],
+    '*': [...TARGETS],
+    'other/*': ['other/inst-a'],
+    sessions: [],
+  };
+  const RANK: Record<Role, number> = { reader: 0, writer: 1, admin: 2 };
+  const ROLES: readonly Role[] = ['reader', 'writer', 'admin'];
+
+  function holder(role: Role, scopes: readonly string[]): Caller {
+    const key = `key-${role}-${scopes.join()}`;
+    const entries = parseApiKeysFile(JSON.stringify({ keys: [{ name: 'k', sha256: sha256Hex(key), role, instances: scopes }] }));
+    const caller = findApiKeyHolder(entries, key);
+    if (caller === undefined) throw new Error('the key was not found');
+    return caller;
+  }
+
+  for (const [scope, covered] of Object.entries(COVERS)) {
+    it(`a grant on "${scope}" gives its role, and the roles below it, exactly where it covers`, () => {
+      for (const held of ROLES) {
+        const caller = holder(held, [scope]);
+        for (const target of TARGETS) {
+          const [store = '', instance = ''] = target.split('/');
+          const covers = covered.includes(target);
+          expect(callerRole(caller, { store, instance }, 'main'), `${held} ${scope} on ${target}`).to.equal(covers ? held : undefined);
+          for (const needed of ROLES) {
+            const allowed = covers && RANK[held] >= RANK[needed];
+            expect(callerMay(caller, needed, { store, instance }, 'main'), `${held} ${scope} doing ${needed} on ${target}`).to.equal(allowed);
+          }
+        }
+      }
+    });
+  }
+
+  it('takes the highest role of several grants, from both a key and tokens', () => {
+    const caller: Caller = {
+      name: 'oidc:s',
+      grants: parseGrantsFile(
+        JSON.stringify({
+          grants: [
+            { subject: 's', role: 'reader', instances: ['*'] },
+            { subject: 's', role: 'admin', instances: ['cache/sessions'] },
+            { subject: 's', role: 'writer', instances: ['inst-b'] },
+          ],
+        }),
+      ).map((entry) => entry.grant),
+    };
+    expect(callerRole(caller, { store: 'cache', instance: 'sessions' }, 'main')).to.equal('admin');
+    expect(callerRole(caller, { store: 'main', instance: 'inst-b' }, 'main')).to.equal('writer');
+    expect(callerRole(caller, { store: 'main', instance: 'inst-a' }, 'main')).to.equal('reader');
+    expect(callerMay(caller, 'writer', { store: 'cache', instance: 'inst-a' }, 'main')).to.equal(false);
+  });
+
+  it('lists the stores and served instances a caller may use, in configuration order, with its role on each', () => {
+    expect(usableStores(holder('writer', ['inst-b', 'cache/*', 'other/*', 'main/unknown']), served)).to.deep.equal([
+      { name: 'main', instances: [{ name: 'inst-b', role: 'writer' }] },
+      {
+        name: 'cache',
+        instances: [
+          { name: 'inst-a', role: 'writer' },
+          { name: 'sessions', role: 'writer' },
+        ],
+      },
+    ]);
+    expect(usableStores(holder('reader', ['*']), served).map((store) => store.name)).to.deep.equal(['main', 'cache']);
+    expect(usableStores(holder('admin', ['cache/unknown', 'sessions']), served)).to.deep.equal([]);
   });
 });
 

@@ -1,7 +1,16 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
 import { expect } from 'chai';
-import { ConfigError, loadConfig } from '../../src/config.ts';
+import { CONFIG_VARIABLES, ConfigError, loadConfig } from '../../src/config.ts';
 
 const BASE = { GOOGLE_CLOUD_PROJECT: 'my-project', INSTANCE_IDS: 'inst-a' };
+
+/** The one store the v1 variables define: named after its driver, and the default. */
+function onlyStore(driver: string, instances: string[], settings: Record<string, unknown>) {
+  const store = { name: driver, driver, instances, settings };
+  return { default: store, all: [store] };
+}
 
 function problemsOf(env: Record<string, string>): string[] {
   try {
@@ -22,7 +31,7 @@ describe('loadConfig', () => {
       maxInflight: 256,
       rateLimitPerSecond: undefined,
       instanceIds: ['inst-a'],
-      store: { type: 'bigtable', projectId: 'my-project' },
+      stores: onlyStore('bigtable', ['inst-a'], { projectId: 'my-project' }),
       shutdownTimeoutMs: 25_000,
       auth: { modes: [], protectDocs: false },
       logLevel: 'info',
@@ -37,7 +46,7 @@ describe('loadConfig', () => {
       maxInflight: 256,
       rateLimitPerSecond: undefined,
       instanceIds: ['local'],
-      store: { type: 'embedded', dataDir: './data' },
+      stores: onlyStore('embedded', ['local'], { dataDir: './data' }),
       shutdownTimeoutMs: 25_000,
       auth: { modes: [], protectDocs: false },
       logLevel: 'info',
@@ -56,14 +65,14 @@ describe('loadConfig', () => {
   });
 
   it('chooses Bigtable when a project or an emulator is configured, unless DATA_STORE says otherwise', () => {
-    expect(loadConfig(BASE).store.type).to.equal('bigtable');
+    expect(loadConfig(BASE).stores.default.driver).to.equal('bigtable');
     expect(problemsOf({ BIGTABLE_EMULATOR_HOST: 'localhost:8086' })).to.deep.equal([
       'INSTANCE_IDS is required',
       'GOOGLE_CLOUD_PROJECT is required',
     ]);
     expect(loadConfig({ ...BASE, DATA_STORE: 'embedded', DATA_DIR: '/var/lib/kvcrud' })).to.deep.include({
       instanceIds: ['inst-a'],
-      store: { type: 'embedded', dataDir: '/var/lib/kvcrud' },
+      stores: onlyStore('embedded', ['inst-a'], { dataDir: '/var/lib/kvcrud' }),
     });
   });
 
@@ -88,7 +97,7 @@ describe('loadConfig', () => {
     });
     expect(config).to.deep.include({ port: 9000, maxBodyBytes: 2048, storeTimeoutMs: 250, instanceIds: ['inst-a', 'inst-b'] });
     expect(config.shutdownTimeoutMs).to.equal(0);
-    expect(config.store).to.deep.equal({ type: 'bigtable', projectId: 'my-project', emulatorHost: 'localhost:8086' });
+    expect(config.stores.default.settings).to.deep.equal({ projectId: 'my-project', emulatorHost: 'localhost:8086' });
     expect(config).to.deep.include({ logLevel: 'debug', metricsPort: 9090 });
   });
 
@@ -96,7 +105,8 @@ describe('loadConfig', () => {
     const config = loadConfig(BASE);
     expect(Object.isFrozen(config)).to.equal(true);
     expect(Object.isFrozen(config.instanceIds)).to.equal(true);
-    expect(Object.isFrozen(config.store)).to.equal(true);
+    expect(Object.isFrozen(config.stores)).to.equal(true);
+    expect(Object.isFrozen(config.stores.default.settings)).to.equal(true);
     expect(Object.isFrozen(config.auth)).to.equal(true);
   });
 
@@ -153,12 +163,12 @@ describe('loadConfig', () => {
       `GOOGLE_APPLICATION_CREDENTIALS file "${missing}" cannot be read`,
     ]);
     const emulated = loadConfig({ ...BASE, GOOGLE_APPLICATION_CREDENTIALS: missing, BIGTABLE_EMULATOR_HOST: 'localhost:1' });
-    expect(emulated.store).to.not.have.property('credentialsFile');
+    expect(emulated.stores.default.settings).to.not.have.property('credentialsFile');
   });
 
   it('passes a readable credentials file on', () => {
     const file = new URL(import.meta.url).pathname;
-    expect(loadConfig({ ...BASE, GOOGLE_APPLICATION_CREDENTIALS: file }).store).to.include({ credentialsFile: file });
+    expect(loadConfig({ ...BASE, GOOGLE_APPLICATION_CREDENTIALS: file }).stores.default.settings).to.include({ credentialsFile: file });
   });
 
   describe('auth variables', () => {
@@ -235,5 +245,142 @@ describe('loadConfig', () => {
         expect(problemsOf({ ...BASE, ...override }), JSON.stringify(override)).to.deep.equal(expected);
       }
     });
+  });
+});
+
+describe('STORES_FILE', () => {
+  let directory: string;
+  before(() => {
+    directory = mkdtempSync(join(tmpdir(), 'kvcrud-stores-'));
+  });
+  after(() => rmSync(directory, { recursive: true, force: true }));
+
+  let files = 0;
+  /** Writes `text` to a fresh file and returns the environment naming it. */
+  function storesFile(text: string, extension = 'yaml'): Record<string, string> {
+    files += 1;
+    const path = join(directory, `stores-${files}.${extension}`);
+    writeFileSync(path, text);
+    return { STORES_FILE: path };
+  }
+
+  it('reads several named stores, each with its driver, instances and settings, and the default', () => {
+    const config = loadConfig(
+      storesFile(`
+default: main
+stores:
+  main: { driver: bigtable, projectId: my-proj, instances: [orders-prod, orders-test], emulatorHost: "localhost:8086" }
+  local: { driver: embedded, dataDir: ./local-data, instances: [local] }
+  scratch:
+    driver: embedded
+    instances: [a, b]
+`),
+    );
+    const main = { name: 'main', driver: 'bigtable', instances: ['orders-prod', 'orders-test'], settings: { projectId: 'my-proj', emulatorHost: 'localhost:8086' } };
+    expect(config.stores).to.deep.equal({
+      default: main,
+      all: [
+        main,
+        { name: 'local', driver: 'embedded', instances: ['local'], settings: { dataDir: './local-data' } },
+        // The driver's defaults apply.
+        { name: 'scratch', driver: 'embedded', instances: ['a', 'b'], settings: { dataDir: './data' } },
+      ],
+    });
+    // v1 serves the default store's instances.
+    expect(config.instanceIds).to.deep.equal(['orders-prod', 'orders-test']);
+    expect(Object.isFrozen(config.stores.all[1]?.instances)).to.equal(true);
+  });
+
+  it('reads JSON, and needs no default when there is one store', () => {
+    const config = loadConfig(storesFile(JSON.stringify({ stores: { only: { driver: 'embedded', instances: ['local'] } } }), 'json'));
+    expect(config.stores.default).to.deep.equal({ name: 'only', driver: 'embedded', instances: ['local'], settings: { dataDir: './data' } });
+  });
+
+  it('names the store and the field of each problem, all at once', () => {
+    const env = storesFile(`
+default: main
+stores:
+  main: { driver: bigtable, instances: [local, orders-prod, orders-prod], emulatorHost: localhost }
+  Bad_Name: { driver: embedded, instances: [local] }
+  cache: { driver: memcached, instances: [c] }
+  disk: { driver: embedded, instances: [-x], dataDir: 7, colour: blue }
+  none: { driver: embedded }
+  empty: { driver: embedded, instances: [] }
+  bare: 3
+`);
+    expect(problemsOf(env)).to.deep.equal([
+      'STORES_FILE: stores.main.instances[2] repeats an earlier instance',
+      'STORES_FILE: stores.main.instances[0] "local" is not a valid bigtable instance ID (6-33 characters: lowercase letters, digits and hyphens, starting with a letter)',
+      'STORES_FILE: stores.main.projectId is required',
+      'STORES_FILE: stores.main.emulatorHost must be host:port, got "localhost"',
+      'STORES_FILE: stores.Bad_Name is not a valid store name (1-32 characters: lowercase letters, digits and hyphens)',
+      'STORES_FILE: stores.cache.driver must be one of [bigtable, embedded]',
+      'STORES_FILE: stores.disk.instances[0] "-x" is not a valid embedded instance ID (1-33 characters: lowercase letters, digits and hyphens, starting with a letter)',
+      'STORES_FILE: stores.disk.dataDir must be a string',
+      'STORES_FILE: stores.disk.colour is not allowed',
+      'STORES_FILE: stores.none.instances is required',
+      'STORES_FILE: stores.empty.instances must contain at least 1 items',
+      "STORES_FILE: stores.bare must be a map of the store's driver, instances and settings",
+    ]);
+  });
+
+  it("checks each entry with its driver's rules: instance IDs, project, emulator host, credentials file", () => {
+    const env = storesFile(`
+stores:
+  main: { driver: bigtable, instances: [local], projectId: "projects/x", emulatorHost: localhost }
+  real: { driver: bigtable, instances: [orders-prod], projectId: my-proj, credentialsFile: /nonexistent/key.json }
+default: main
+`);
+    expect(problemsOf(env)).to.deep.equal([
+      'STORES_FILE: stores.main.instances[0] "local" is not a valid bigtable instance ID (6-33 characters: lowercase letters, digits and hyphens, starting with a letter)',
+      'STORES_FILE: stores.main.projectId "projects/x" is not a valid project ID',
+      'STORES_FILE: stores.main.emulatorHost must be host:port, got "localhost"',
+      'STORES_FILE: stores.real.credentialsFile file "/nonexistent/key.json" cannot be read',
+    ]);
+  });
+
+  it('needs a default naming one of several stores', () => {
+    const two = 'stores: { a: { driver: embedded, instances: [a], dataDir: ./a }, b: { driver: embedded, instances: [b], dataDir: ./b } }';
+    expect(problemsOf(storesFile(two))).to.deep.equal(['STORES_FILE: default is required when there is more than one store: name one of a, b']);
+    expect(problemsOf(storesFile(`default: c\n${two}`))).to.deep.equal(['STORES_FILE: default "c" is not a store of the file: name one of a, b']);
+  });
+
+  it('refuses two stores on one embedded data directory, however it is written', () => {
+    const env = storesFile(`
+default: a
+stores:
+  a: { driver: embedded, instances: [a] }
+  b: { driver: embedded, instances: [b], dataDir: data/ }
+`);
+    expect(problemsOf(env)).to.deep.equal([`STORES_FILE: stores.b.dataDir "${resolve('data')}" is already used by store "a": two stores cannot share it`]);
+  });
+
+  it('refuses the variables that define the store without it, saying what to write instead', () => {
+    const env = { ...storesFile('stores: { only: { driver: embedded, instances: [local] } }'), DATA_STORE: 'embedded', DATA_DIR: './x', BIGTABLE_EMULATOR_HOST: 'localhost:8086', INSTANCE_IDS: 'a' };
+    expect(problemsOf(env)).to.deep.equal([
+      "DATA_STORE cannot be set with STORES_FILE: set driver in the store's entry instead",
+      "INSTANCE_IDS cannot be set with STORES_FILE: set instances in the store's entry instead",
+      "BIGTABLE_EMULATOR_HOST cannot be set with STORES_FILE: set emulatorHost in the store's entry instead",
+      "DATA_DIR cannot be set with STORES_FILE: set dataDir in the store's entry instead",
+    ]);
+  });
+
+  it('says when the file cannot be read or parsed, or has the wrong shape', () => {
+    const missing = join(directory, 'missing.yaml');
+    expect(problemsOf({ STORES_FILE: missing })).to.deep.equal([`STORES_FILE "${missing}" cannot be read: ENOENT`]);
+    const broken = storesFile('stores: { a: [');
+    expect(problemsOf(broken)[0]).to.match(new RegExp(`^STORES_FILE "${broken['STORES_FILE']}" is not valid YAML or JSON: `));
+    const repeated = storesFile('stores:\n  a: { driver: embedded, instances: [a] }\n  a: { driver: embedded, instances: [b] }\n');
+    expect(problemsOf(repeated)).to.have.length(1);
+    expect(problemsOf(repeated)[0]).to.match(/is not valid YAML or JSON: Map keys must be unique/);
+    expect(problemsOf(storesFile('stores: {}\nextra: 1'))).to.deep.equal([
+      'STORES_FILE: stores must name at least one store',
+      'STORES_FILE: extra is not allowed',
+    ]);
+    expect(problemsOf(storesFile('- a'))).to.deep.equal(['STORES_FILE: value must be of type object']);
+  });
+
+  it('lists STORES_FILE and the variables it replaces among the variables the service reads', () => {
+    expect(CONFIG_VARIABLES).to.include.members(['STORES_FILE', 'DATA_STORE', 'INSTANCE_IDS', 'DATA_DIR', 'GOOGLE_CLOUD_PROJECT', 'BIGTABLE_EMULATOR_HOST', 'GOOGLE_APPLICATION_CREDENTIALS']);
   });
 });

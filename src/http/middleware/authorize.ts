@@ -1,22 +1,26 @@
 import type { Middleware } from 'koa';
-import { type Role, callerMay } from '../../auth/access.ts';
+import { type AccessTarget, type Role, callerMay } from '../../auth/access.ts';
 import { ApiError } from '../../service/errors.ts';
 import type { AppState } from '../app-state.ts';
 
 /**
  * authorize lets the request on only if the authenticated caller (see authenticate) has `role`
- * or more on the path's instance; otherwise 403 PERMISSION_DENIED. It runs before the instance
- * is looked up, so a caller learns whether an instance exists only if granted access to it
- * (a `*` grant covers every served instance, so unknown ones then answer 404).
+ * or more on the path's instance of the path's store; otherwise 403 PERMISSION_DENIED. A v1 path
+ * (`{instanceID}`, no store) works on the default store; a v2 path names `{store}` and
+ * `{instance}`. It runs before the store and instance are looked up, so a caller learns whether
+ * one exists only if granted access to it (a `*` grant covers every served instance, so unknown
+ * ones then answer 404).
  */
-export function authorize(role: Role, operationId: string): Middleware<AppState> {
+export function authorize(role: Role, operationId: string, defaultStore: string): Middleware<AppState> {
   return async (ctx, next) => {
     const caller = ctx.state.caller;
-    const instance = (ctx as { params?: Record<string, string> }).params?.['instanceID'] ?? '';
-    if (caller === undefined || !callerMay(caller, instance, role)) {
+    const params = (ctx as { params?: Record<string, string> }).params ?? {};
+    const target: AccessTarget = { store: params['store'] ?? defaultStore, instance: params['instance'] ?? params['instanceID'] ?? '' };
+    if (caller === undefined || !callerMay(caller, role, target, defaultStore)) {
+      const where = params['store'] === undefined ? '' : ` of store "${shorten(target.store)}"`;
       throw new ApiError(
         'PERMISSION_DENIED',
-        `${caller?.name ?? 'The caller'} may not ${operationId} on instance "${shorten(instance)}": that needs the ${role} role there.`,
+        `${caller?.name ?? 'The caller'} may not ${operationId} on instance "${shorten(target.instance)}"${where}: that needs the ${role} role there.`,
       );
     }
     await next();

@@ -128,10 +128,10 @@ export const V1_OPERATIONS: readonly Operation[] = [
  * The checks of a v1 operation before its body is read: the caller's grant on the instance of the
  * default store (403), then whether the default store serves the instance (404).
  */
-export function v1Guards(services: Services): (operation: Operation) => Array<RouterMiddleware<AppState>> {
+export function v1Guards(services: Services, defaultStore: string): (operation: Operation) => Array<RouterMiddleware<AppState>> {
   const servedInstance: RouterMiddleware<AppState> = (ctx, next) => {
     services.legacyV1.requireInstance(ctx.params['instanceID'] ?? '');
     return next();
   };
-  return (operation) => [authorize(operation.role, operation.operationId), servedInstance];
+  return (operation) => [authorize(operation.role, operation.operationId, defaultStore), servedInstance];
 }

@@ -22,7 +22,7 @@ function readableFile(path: string, helpers: Joi.CustomHelpers): string | Joi.Er
     accessSync(path, constants.R_OK);
     return path;
   } catch {
-    return helpers.message({ custom: `{{#label}} "${path}" cannot be read` });
+    return helpers.message({ custom: `{{#label}} file "${path}" cannot be read` });
   }
 }
 

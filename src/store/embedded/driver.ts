@@ -24,6 +24,9 @@ export const embeddedDriver: StoreDriver<EmbeddedSettings> = {
   },
   settings,
   fromEnvironment: (env) => ({ dataDir: env['DATA_DIR'] }),
+  defaultInstances: ['local'],
+  // The process locks the database for its lifetime: a second store on the directory could not open it.
+  exclusiveResources: (embedded) => ({ dataDir: resolve(embedded.dataDir) }),
   capabilities: EMBEDDED_CAPABILITIES,
   limits: EMBEDDED_LIMITS,
   describe: (embedded) => ({ dataDir: resolve(embedded.dataDir) }),

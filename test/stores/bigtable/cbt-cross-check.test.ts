@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import { cbt } from '../../support/cbt.ts';
 import { emulatorHost } from '../../support/emulator.ts';
+import { bigtableHarness } from '../../support/stores.ts';
 import { useTestApp } from '../../support/test-app.ts';
 
 /**
@@ -8,7 +9,7 @@ import { useTestApp } from '../../support/test-app.ts';
  * other reads, byte for byte.
  */
 describe('cross-checks with the cbt CLI', () => {
-  const app = useTestApp();
+  const app = useTestApp({ store: bigtableHarness });
   let host: string;
   const path = (endpoint: string) => `/v1/${app().instance}/${endpoint}`;
   const read = (tableName: string, id: string) => app().api.get(`${path('readCellData')}?tableName=${tableName}&id=${encodeURIComponent(id)}`);
