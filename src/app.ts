@@ -20,9 +20,10 @@ import { docsRoutes } from './http/routes/docs.ts';
 import { healthRoutes } from './http/routes/health.ts';
 import { metricsRoutes } from './http/routes/metrics.ts';
 import { API_OPERATIONS, COMMON_ERRORS } from './http/api.ts';
-import type { Services } from './http/operations/operation.ts';
+import type { Operation, Services } from './http/operations/operation.ts';
 import { registerOperations } from './http/operations/register.ts';
 import { v1Guards } from './http/v1/operations.ts';
+import { v2Guards, v2PathParams } from './http/v2/guards.ts';
 import { RowService } from './service/rows.ts';
 import { StoreDirectory } from './service/stores.ts';
 import { TableService as LegacyTableService } from './service/table-service.ts';
@@ -97,11 +98,9 @@ export function createApp({ config, stores: opened, logger, metrics = createMetr
   docsRoutes(router, openApi, protectDocs ? [caller, requireGrant()] : []);
   // Keyed by the principal, so it runs in the v1 routes right after authentication.
   const limit = config.rateLimitPerSecond === undefined ? undefined : rateLimit({ perSecond: config.rateLimitPerSecond });
-  registerOperations(
-    router,
-    API_OPERATIONS.filter((operation) => operation.tag === 'v1'),
-    { services, maxBodyBytes: config.maxBodyBytes, authenticate: caller, rateLimit: limit, guards: v1Guards(services, stores.default.name) },
-  );
+  const registration = { services, maxBodyBytes: config.maxBodyBytes, authenticate: caller, rateLimit: limit };
+  registerOperations(router, byTag('v1'), { ...registration, guards: v1Guards(services, stores.default.name) });
+  registerOperations(router, byTag('v2'), { ...registration, guards: v2Guards(services, stores.default.name), pathParams: v2PathParams });
   if (servesMetrics) metricsRoutes(router, metrics.registry);
 
   const app = new Koa<AppState>();
@@ -130,6 +129,10 @@ function legacyStore(named: NamedStore): LegacyDataStore {
     throw new Error(`the v1 service cannot use the ${named.name} store: its ${named.driver} driver opens no store of the v1 contract`);
   }
   return store as LegacyDataStore;
+}
+
+function byTag(tag: Operation['tag']): Operation[] {
+  return API_OPERATIONS.filter((operation) => operation.tag === tag);
 }
 
 /**

@@ -40,6 +40,33 @@ export function overLimit(limit: keyof PublishedLimits, path: string, message: s
   return new ApiError('VALIDATION_FAILED', `${message} (limit ${limit}).`, { limit, errors: [{ path, message }] });
 }
 
+/** What each published limit bounds, for the API's documentation. */
+export const LIMIT_DESCRIPTIONS: Readonly<Record<keyof PublishedLimits, string>> = {
+  keyBytes: 'Longest row key, in bytes (also start, end and prefix of a scan).',
+  columnBytes: 'Longest column name, in bytes.',
+  valueBytes: 'Largest value of one cell, in bytes.',
+  mutationsPerRow: 'Most cells in one row write, or mutations in one row mutation or batch entry.',
+  bytesPerRow: 'Most bytes (key, columns and values) one row write or mutation may carry.',
+  entriesPerBatch: 'Most entries in one batch write, and keys in one batch get.',
+  mutationsPerBatch: 'Most mutations over all entries of one batch write.',
+  bytesPerBatch: 'Most bytes (keys, columns and values) over all entries of one batch write.',
+  rowsPerPage: 'Largest pageSize of a scan.',
+  familiesPerTable: 'Most column families in one table.',
+  versionsPerRead: 'Largest `versions` of a read.',
+  timestampGranularityMicros: 'Timestamps written are multiples of this many microseconds (1000: milliseconds).',
+  tablesPerBatchDelete: 'Most tables in one batch delete (the same for every store).',
+  columnsPerRead: 'Most column selectors (`columns`) in one read (the same for every store).',
+  pageBytes: 'Most bytes of keys, columns and values in one scan page: the page ends before the row that would pass it (a page holds at least one row). The same for every store.',
+  pageTokenChars: 'Longest page token, in characters (the same for every store).',
+};
+
+/** What each capability lets a request do. */
+export const CAPABILITY_DESCRIPTIONS: Readonly<Record<keyof StoreCapabilities, string>> = {
+  multipleVersions: 'More than the latest version of a column is kept and readable: `versions` above 1, and families keeping several versions (or all).',
+  maxAge: 'Families with `maxAgeSeconds`.',
+  reverseScan: 'Scans with `reverse=true`.',
+};
+
 /** overLimit for a byte string longer than `max`. */
 export function tooManyBytes(limit: keyof PublishedLimits, path: string, bytes: number, max: number): ApiError {
   return overLimit(limit, path, `${path || 'the request'} is ${bytes} bytes, more than the ${max} this store takes`);

@@ -3,7 +3,7 @@ import type { ColumnSelector, ReadSelection, Row, RowMutations, TableRef } from 
 import { isStoreError } from '../store/errors.ts';
 import { ApiError } from './errors.ts';
 import { prefixRange } from './key-ranges.ts';
-import { SERVICE_LIMITS, notSupported, overLimit, tooMany, tooManyBytes } from './limits.ts';
+import { DEFAULT_PAGE_SIZE, SERVICE_LIMITS, notSupported, overLimit, tooMany, tooManyBytes } from './limits.ts';
 import { type MutationFields, type MutationInput, checkKey, checkRowMutations, withTimestamps } from './mutations.ts';
 import { type ScanQuery, decodePageToken } from './page-tokens.ts';
 import { type RequestOptions, callOptions } from './requests.ts';
@@ -44,7 +44,8 @@ export interface ScanInput extends Selection {
   readonly reverse: boolean;
   /** Most rows over all pages; undefined for no limit. */
   readonly limit?: number | undefined;
-  readonly pageSize: number;
+  /** Most rows in this page; DEFAULT_PAGE_SIZE (at most the store's rowsPerPage) when absent. */
+  readonly pageSize?: number | undefined;
   readonly pageToken?: string | undefined;
 }
 
@@ -159,8 +160,9 @@ export class RowService {
     const named = this.#stores.instance(target.store, target.instance);
     const { limits, capabilities } = named.store;
     if (input.reverse && !capabilities.reverseScan) throw notSupported(named.name, 'reverseScan');
-    if (input.pageSize > limits.rowsPerPage) {
-      throw overLimit('rowsPerPage', 'pageSize', `pageSize is ${input.pageSize}, more than the ${limits.rowsPerPage} rows a page of this store holds`);
+    const pageSize = input.pageSize ?? Math.min(DEFAULT_PAGE_SIZE, limits.rowsPerPage);
+    if (pageSize > limits.rowsPerPage) {
+      throw overLimit('rowsPerPage', 'pageSize', `pageSize is ${pageSize}, more than the ${limits.rowsPerPage} rows a page of this store holds`);
     }
     for (const [field, bound] of [['start', input.start], ['end', input.end], ['prefix', input.prefix]] as const) {
       if (bound !== undefined && bound.length > limits.keyBytes) throw tooManyBytes('keyBytes', field, bound.length, limits.keyBytes);
@@ -175,7 +177,7 @@ export class RowService {
       await named.store.describeTable(ref(target), options());
       return { rows: [] };
     }
-    return readPage(named.store, ref(target), query, input.pageSize, position, options);
+    return readPage(named.store, ref(target), query, pageSize, position, options);
   }
 
   /** The store's ReadSelection, once the request's fits the store's limits and capabilities. */

@@ -51,7 +51,8 @@ export function requestTelemetry({ logger, metrics }: RequestTelemetryOptions): 
 /** The route template the router matched, or UNMATCHED_ROUTE. */
 function routeTemplate(ctx: Context): string {
   const matched: unknown = (ctx as { _matchedRoute?: unknown })._matchedRoute;
-  return typeof matched === 'string' ? matched : UNMATCHED_ROUTE;
+  // A literal colon is escaped in the router's template (`rows/:key\\:mutate`).
+  return typeof matched === 'string' ? matched.replaceAll('\\:', ':') : UNMATCHED_ROUTE;
 }
 
 /**

@@ -68,7 +68,7 @@ export interface OperationSpec<Params, Query, Body> {
   readonly params?: Joi.ObjectSchema<Params>;
   /** Schema of the query parameters; absent: the query is not read. */
   readonly query?: Joi.ObjectSchema<Query>;
-  /** Schema of the JSON body; absent: the body is not read. Validated with the valid query as context `query`. */
+  /** Schema of the JSON body; absent: the body is not read. Validated, as the path is, with the valid query as context `query`. */
   readonly body?: Joi.ObjectSchema<Body>;
   /** The request body the explorer pre-fills: it must succeed as is, in the natural order of the operations. */
   readonly bodyExample?: (names: ExampleNames) => unknown;
@@ -107,14 +107,15 @@ export function defineOperation<Params = undefined, Query = undefined, Body = un
 }
 
 function validateInput<Params, Query, Body>(spec: OperationSpec<Params, Query, Body>, raw: RawInput): OperationInput<Params, Query, Body> {
-  // Parts without a schema are not looked at; an empty object schema stands in for them.
-  const [params, query] = validateParts([
-    { schema: spec.params ?? NOTHING, value: spec.params === undefined ? {} : raw.params },
-    { schema: spec.query ?? NOTHING, value: spec.query === undefined ? {} : raw.query },
-  ]) as [Params, Query];
-  // The body is read in the light of the query (its encoding), so only once the query is valid.
-  const body = spec.body === undefined ? undefined : validateParts([{ schema: spec.body, value: raw.body, context: { query } }])[0];
-  return { params, query, body: body as Body };
+  // Parts without a schema are not looked at. The query comes first: the path and the body are
+  // read in its light (its encoding), so only once it is valid.
+  const [query] = validateParts([{ schema: spec.query ?? NOTHING, value: spec.query === undefined ? {} : raw.query }]) as [Query];
+  const context = { query };
+  const [params, body] = validateParts([
+    { schema: spec.params ?? NOTHING, value: spec.params === undefined ? {} : raw.params, context },
+    ...(spec.body === undefined ? [] : [{ schema: spec.body, value: raw.body, context }]),
+  ]) as [Params, Body];
+  return { params, query, body };
 }
 
 const NOTHING = Joi.object({});

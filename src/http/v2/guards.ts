@@ -1,0 +1,70 @@
+import type { RouterContext, RouterMiddleware } from '@koa/router';
+import { ALL_INSTANCES, type Role, parseScope } from '../../auth/access.ts';
+import { ApiError } from '../../service/errors.ts';
+import { shorten } from '../../service/text.ts';
+import type { AppState } from '../app-state.ts';
+import { authorize } from '../middleware/authorize.ts';
+import type { Operation, Services } from '../operations/operation.ts';
+
+/**
+ * The checks of a v2 operation before its body is read: the caller's grant on the store and
+ * instance of the path (403), then whether the store serves the instance (404 STORE_NOT_FOUND,
+ * INSTANCE_NOT_FOUND). Listing the stores needs no grant: it shows only what the caller may use.
+ */
+export function v2Guards(services: Services, defaultStore: string): (operation: Operation) => Array<RouterMiddleware<AppState>> {
+  const servedTarget: RouterMiddleware<AppState> = (ctx, next) => {
+    services.stores.instance(ctx.params['store'] ?? '', ctx.params['instance'] ?? '');
+    return next();
+  };
+  return (operation) => {
+    if (operation.pathParameters.includes('instance')) return [authorize(operation.role, operation.operationId, defaultStore), servedTarget];
+    if (operation.pathParameters.includes('store')) return [authorizeStore(operation.role, operation.operationId, defaultStore)];
+    return [];
+  };
+}
+
+/**
+ * authorizeStore lets a request about a whole store on if one of the caller's grants names the
+ * store (any instance of it), or every store; otherwise 403. A `*` grant thus learns that an
+ * unknown store does not exist (404), as with instances.
+ */
+function authorizeStore(role: Role, operationId: string, defaultStore: string): RouterMiddleware<AppState> {
+  return async (ctx, next) => {
+    const store = ctx.params['store'] ?? '';
+    const granted = ctx.state.caller?.grants.some((grant) =>
+      grant.instances.some((scope) => {
+        const scoped = parseScope(scope).store;
+        return scoped === ALL_INSTANCES || (scoped ?? defaultStore) === store;
+      }),
+    );
+    if (granted !== true) {
+      throw new ApiError('PERMISSION_DENIED', `${ctx.state.caller?.name ?? 'The caller'} may not ${operationId} on store "${shorten(store)}": it has no grant there (${role} at least).`);
+    }
+    await next();
+  };
+}
+
+/**
+ * The path parameters of a v2 request. The row key is read from the raw path and decoded
+ * strictly: the router would keep a malformed percent-encoding as it is and so name another row.
+ * A `:` in a key must be sent as %3A, so that `rows/{key}:mutate` is never ambiguous.
+ */
+export function v2PathParams(ctx: RouterContext<AppState>, operation: Operation): Record<string, string> {
+  if (!operation.pathParameters.includes('key')) return ctx.params;
+  // /v2/stores/{store}/instances/{instance}/tables/{table}/rows/{key}[:mutate]
+  let raw = ctx.path.split('/')[9] ?? '';
+  const suffix = operation.path.slice(operation.path.lastIndexOf('}') + 1);
+  if (suffix !== '' && raw.toLowerCase().endsWith(suffix.toLowerCase())) raw = raw.slice(0, raw.length - suffix.length);
+  if (raw.includes(':')) throw invalidKey('a ":" in a key must be sent percent-encoded, as %3A');
+  let key: string;
+  try {
+    key = decodeURIComponent(raw);
+  } catch {
+    throw invalidKey('key is not valid percent-encoded UTF-8');
+  }
+  return { ...ctx.params, key };
+}
+
+function invalidKey(message: string): ApiError {
+  return new ApiError('VALIDATION_FAILED', `${message[0]?.toUpperCase() ?? ''}${message.slice(1)}.`, { errors: [{ path: 'key', message }] });
+}

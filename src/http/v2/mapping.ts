@@ -1,0 +1,74 @@
+import { ApiError } from '../../service/errors.ts';
+import type { MutationFields, MutationInput } from '../../service/rows.ts';
+import { parseTimestamp } from '../../service/timestamps.ts';
+import type { FamilySpec } from '../../store/store.ts';
+import { bodyBytes } from './bytes.ts';
+import type { CellBody, FamilyBody, MutationBody } from './schemas.ts';
+
+/**
+ * The v2 request bodies in domain terms (mutations of bytes), and the names of their fields for
+ * the errors the service reports about them. Input has passed the schemas.
+ */
+
+/** A family of a create request, with only the bounds it sets. */
+export function familySpec(family: FamilyBody): FamilySpec {
+  return {
+    name: family.name,
+    ...(family.maxVersions === undefined ? {} : { maxVersions: family.maxVersions }),
+    ...(family.maxAgeSeconds === undefined ? {} : { maxAgeSeconds: family.maxAgeSeconds }),
+  };
+}
+
+/** A cell of a write as the set mutation it is. */
+export function setOf(cell: CellBody, base64: boolean): MutationInput {
+  const bytes = base64 || cell.encoding === 'base64';
+  return {
+    type: 'set',
+    family: cell.family,
+    column: bodyBytes(cell.column, bytes),
+    value: bodyBytes(cell.value, bytes),
+    timestampMicros: cell.timestamp === undefined ? undefined : parseTimestamp(cell.timestamp),
+  };
+}
+
+export function mutationOf(mutation: MutationBody, base64: boolean): MutationInput {
+  if ('set' in mutation) return setOf(mutation.set, base64);
+  if ('deleteColumn' in mutation) {
+    const { family, column, encoding } = mutation.deleteColumn;
+    return { type: 'deleteColumn', family, column: bodyBytes(column, base64 || encoding === 'base64') };
+  }
+  if ('deleteFamily' in mutation) return { type: 'deleteFamily', family: mutation.deleteFamily.family };
+  return { type: 'deleteRow' };
+}
+
+/** Field names of a write's cells: `cells[2].value`. */
+export function cellFields(keyPath: string): MutationFields {
+  return { key: keyPath, mutations: 'cells', field: (index, name) => `cells[${index}].${name}` };
+}
+
+/** Field names of a list of mutations at `path`: `mutations[2].set.value`, `entries[1].mutations[0].deleteColumn.column`. */
+export function mutationFields(keyPath: string, path: string, mutations: readonly MutationBody[]): MutationFields {
+  return {
+    key: keyPath,
+    mutations: path,
+    field: (index, name) => `${path}[${index}].${Object.keys(mutations[index] ?? {})[0] ?? 'set'}.${name}`,
+  };
+}
+
+/**
+ * Refuses a write with two cells of the same family, column and timestamp (or both without one):
+ * one would silently replace the other.
+ */
+export function requireDistinctCells(cells: readonly MutationInput[]): void {
+  const seen = new Map<string, number>();
+  for (const [index, cell] of cells.entries()) {
+    if (cell.type !== 'set') continue;
+    const identity = `${cell.family}\u0000${cell.column.toString('base64')}\u0000${cell.timestampMicros ?? ''}`;
+    const first = seen.get(identity);
+    if (first !== undefined) {
+      const message = `cells[${index}] writes the same column and timestamp as cells[${first}]`;
+      throw new ApiError('VALIDATION_FAILED', `${message}.`, { errors: [{ path: `cells[${index}]`, message }] });
+    }
+    seen.set(identity, index);
+  }
+}
