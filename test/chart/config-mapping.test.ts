@@ -1,6 +1,9 @@
 import { expect } from 'chai';
 import { CONFIG_VARIABLES, loadConfig } from '../../src/config.ts';
-import { ciValuesFiles, container, environment, helmBinary, type Manifest, only, render, serviceConfigMap } from '../support/helm.ts';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ciValuesFiles, container, environment, helmBinary, localEnvironment, type Manifest, only, render, serviceConfigMap } from '../support/helm.ts';
 
 const CREDENTIALS_DIR = '/var/run/secrets/kvcrud/gcp';
 const PACKAGE_FILE = new URL('../../package.json', import.meta.url).pathname;
@@ -75,11 +78,15 @@ describe('the Helm chart maps values to the service configuration', function () 
   });
 
   it('gives every variant a configuration the service accepts', async () => {
-    for (const valuesFile of ciValuesFiles()) {
-      const env = environment(await render(helm, { valuesFiles: [valuesFile] }));
-      // The key file exists only in the pod; any readable file stands in for it here.
-      if (env['GOOGLE_APPLICATION_CREDENTIALS'] !== undefined) env['GOOGLE_APPLICATION_CREDENTIALS'] = PACKAGE_FILE;
-      expect(() => loadConfig(env), valuesFile).to.not.throw();
+    const directory = mkdtempSync(join(tmpdir(), 'kvcrud-chart-'));
+    try {
+      for (const valuesFile of ciValuesFiles()) {
+        // Key files exist only in the pod; any readable file stands in for them here.
+        const env = localEnvironment(await render(helm, { valuesFiles: [valuesFile] }), directory, PACKAGE_FILE);
+        expect(() => loadConfig(env), valuesFile).to.not.throw();
+      }
+    } finally {
+      rmSync(directory, { recursive: true, force: true });
     }
   });
 

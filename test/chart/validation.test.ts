@@ -153,6 +153,58 @@ describe('the Helm chart refuses invalid values', function () {
       set: { serviceMonitor: { enabled: true, interval: '30s', scrapeTimeout: '1m' }, podMonitoring: { enabled: true, interval: '500ms', timeout: '1s' } },
       problems: [/^podMonitoring\.timeout \(1s\) is longer than podMonitoring\.interval \(500ms\)$/, /^serviceMonitor\.scrapeTimeout \(1m\) is longer than serviceMonitor\.interval \(30s\)$/],
     },
+    {
+      name: 'stores entries without what their driver needs, naming each entry',
+      set: {
+        stores: {
+          main: { driver: 'bigtable', instances: ['orders-prod'], emulatorHost: 'emulator:8086', credentials: { existingSecret: 'main-key' } },
+          local: { driver: 'embedded', instances: [] },
+        },
+        defaultStore: 'main',
+      },
+      problems: [
+        /^stores\.local\.instances needs at least one instance$/,
+        /^stores\.main\.projectId is required with driver bigtable \(the project that holds the instances\)$/,
+        /^stores\.main\.credentials\.existingSecret is never read with stores\.main\.emulatorHost set: leave one empty$/,
+      ],
+    },
+    {
+      name: 'several stores without a default, or with one that is not among them',
+      set: { stores: { a: { driver: 'embedded', instances: ['a'] }, b: { driver: 'embedded', instances: ['b'] } } },
+      problems: [/^defaultStore is required with more than one store: name the one that serves v1, one of a, b$/],
+    },
+    {
+      name: 'a default store that is not an entry of stores',
+      set: { stores: { a: { driver: 'embedded', instances: ['a'] } }, defaultStore: 'main' },
+      problems: [/^defaultStore "main" is not an entry of stores: name one of a$/],
+    },
+    {
+      name: 'single-store values beside stores, saying where each goes instead',
+      valuesFiles: ['ci/existing-secret-values.yaml'],
+      set: { stores: { main: { driver: 'bigtable', projectId: 'my-project', instances: ['my-instance'] } }, dataStore: 'embedded', 'bigtable.emulatorHost': 'emulator:8086', 'embedded.instanceIds': ['local'] },
+      problems: [
+        /^dataStore=embedded is for a single store: with stores, give the store an entry with driver: embedded$/,
+        /^bigtable\.emulatorHost is for a single store: with stores, set it in the store's entry \(stores\.NAME\.emulatorHost\)$/,
+        /^bigtable\.instanceIds is for a single store: with stores, set it in the store's entry \(stores\.NAME\.instances\)$/,
+        /^credentials\.existingSecret is for a single store: with stores, set it in the store's entry \(stores\.NAME\.credentials\.existingSecret\)$/,
+        /^embedded\.instanceIds is for a single store: with stores, set it in the store's entry \(stores\.NAME\.instances\)$/,
+        /^gcp\.projectId is for a single store: with stores, set it in the store's entry \(stores\.NAME\.projectId\)$/,
+      ],
+    },
+    {
+      name: 'more than one pod, or autoscaling, with an embedded entry of stores',
+      valuesFiles: ['ci/stores-values.yaml'],
+      set: { replicaCount: 2, 'autoscaling.enabled': true },
+      problems: [
+        /^replicaCount is 2, but an embedded store \(stores\.local\) runs in exactly one pod: set replicaCount=1$/,
+        /^autoscaling\.enabled cannot be used with an embedded store \(stores\.local\) \(one pod only\)$/,
+      ],
+    },
+    {
+      name: 'persistence with no embedded entry of stores',
+      set: { stores: { main: { driver: 'bigtable', projectId: 'my-project', instances: ['my-instance'] } }, 'embedded.persistence.enabled': true },
+      problems: [/^embedded\.persistence\.enabled only applies with an embedded store \(an entry of stores with driver: embedded\)$/],
+    },
   ];
 
   for (const { name, valuesFiles, set, problems } of cases) {
@@ -189,6 +241,28 @@ describe('the Helm chart refuses invalid values', function () {
       expect(result.stderr, path).to.contain(`at '${path}'`);
     }
     expect(result.stderr).to.match(/additional properties 'timeout' not allowed/);
+  });
+
+  it('checks the names, drivers, instance IDs and fields of stores entries with values.schema.json', async () => {
+    const result = await template(helm, {
+      set: {
+        stores: {
+          Main: { driver: 'bigtable', projectId: 'my-project', instances: ['my-instance'] },
+          cache: { driver: 'memcached', instances: ['c'] },
+          bt: { driver: 'bigtable', projectId: 'projects/x', instances: ['short'], dataDir: '/x' },
+          local: { driver: 'embedded', instances: ['Local'], projectId: 'my-project' },
+        },
+        defaultStore: 'Main',
+      },
+    });
+    expect(result.code).to.not.equal(0);
+    expect(result.stderr).to.contain("values don't meet the specifications of the schema");
+    for (const path of ['/stores/cache/driver', '/stores/bt/projectId', '/stores/bt/instances/0', '/stores/local/instances/0', '/defaultStore']) {
+      expect(result.stderr, path).to.contain(`at '${path}'`);
+    }
+    expect(result.stderr).to.contain("invalid propertyName 'Main'");
+    expect(result.stderr).to.match(/at '\/stores\/bt': additional properties 'dataDir' not allowed/);
+    expect(result.stderr).to.match(/at '\/stores\/local': additional properties 'projectId' not allowed/);
   });
 
   it('checks API keys, grants and the auth settings with values.schema.json', async () => {

@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { mkdtempSync, readdirSync } from 'node:fs';
+import { mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
@@ -120,6 +120,35 @@ export function serviceConfigMap(manifests: readonly Manifest[]): Manifest {
 export function environment(manifests: readonly Manifest[]): Record<string, string> {
   const env = (container(manifests)['env'] ?? []) as Array<{ name: string; value?: string }>;
   return { ...(serviceConfigMap(manifests)['data'] as Record<string, string>), ...Object.fromEntries(env.map((entry) => [entry.name, entry.value ?? '<valueFrom>'])) };
+}
+
+/**
+ * The service's environment as the chart renders it, made to run on this machine: the files
+ * the pod would have mounted are written to `directory` (STORES_FILE, from its ConfigMap), and
+ * each key file, which exists only in the pod, is replaced by `readableFile`.
+ */
+export function localEnvironment(manifests: readonly Manifest[], directory: string, readableFile: string): Record<string, string> {
+  const env = environment(manifests);
+  if (env['GOOGLE_APPLICATION_CREDENTIALS'] !== undefined) env['GOOGLE_APPLICATION_CREDENTIALS'] = readableFile;
+  const storesFile = env['STORES_FILE'];
+  if (storesFile !== undefined) {
+    const mounted = storesConfigMap(manifests, storesFile);
+    const local = join(directory, 'stores.yaml');
+    writeFileSync(local, mounted.replace(/^(\s*credentialsFile: ).*$/gm, `$1${readableFile}`));
+    env['STORES_FILE'] = local;
+  }
+  return env;
+}
+
+/** The content of the ConfigMap file the Deployment mounts at `path`. */
+export function storesConfigMap(manifests: readonly Manifest[], path: string): string {
+  const spec = only(manifests, 'Deployment')['spec'].template.spec;
+  const mount = (container(manifests)['volumeMounts'] as Manifest[]).find((candidate) => path.startsWith(`${candidate['mountPath']}/`));
+  const volume = (spec.volumes as Manifest[]).find((candidate) => candidate['name'] === mount?.['name']);
+  const configMap = only(manifests, 'ConfigMap', volume?.['configMap']?.name);
+  const content = (configMap['data'] as Record<string, string>)[path.slice(String(mount?.['mountPath']).length + 1)];
+  if (content === undefined) throw new Error(`nothing is mounted at ${path}`);
+  return content;
 }
 
 // Kubernetes' rules for object names (DNS-1123 subdomain; Services and most others: a label) and

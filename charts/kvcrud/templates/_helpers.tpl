@@ -73,10 +73,24 @@ otherwise repository:tag (the chart's appVersion by default).
 {{- end }}
 
 {{/*
-kvcrud.embedded is "true" when the embedded store is selected.
+kvcrud.embedded is "true" when an embedded store is on (dataStore=embedded, or an entry of
+stores with driver embedded): the pod holds the data, so there is exactly one.
 */}}
 {{- define "kvcrud.embedded" -}}
-{{- if eq .Values.dataStore "embedded" }}true{{ end }}
+{{- if include "kvcrud.storesOn" . }}
+{{- if include "kvcrud.embeddedStores" . }}true{{ end }}
+{{- else if eq .Values.dataStore "embedded" }}true{{ end }}
+{{- end }}
+
+{{/*
+kvcrud.embeddedStores names the entries of stores with driver embedded, comma-separated.
+*/}}
+{{- define "kvcrud.embeddedStores" -}}
+{{- $names := list }}
+{{- range $name, $store := .Values.stores }}
+{{- if eq (toString $store.driver) "embedded" }}{{ $names = append $names (printf "stores.%s" $name) }}{{ end }}
+{{- end }}
+{{- join ", " $names }}
 {{- end }}
 
 {{/*

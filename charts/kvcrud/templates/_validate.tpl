@@ -7,7 +7,17 @@ fails once, listing every problem, so one `helm install` tells the whole story.
 {{- $v := .Values }}
 {{- $embedded := include "kvcrud.embedded" . }}
 {{- $workloadIdentity := include "kvcrud.workloadIdentity" . }}
-{{- if not $embedded }}
+{{- $storesOn := include "kvcrud.storesOn" . }}
+{{- /* What runs the single pod, as the messages name it. */}}
+{{- $onePod := ternary (printf "an embedded store (%s)" (include "kvcrud.embeddedStores" .)) "dataStore=embedded" (not (empty $storesOn)) }}
+{{- if $storesOn }}
+  {{- range include "kvcrud.stores.problems" . | fromYamlArray }}
+    {{- $problems = append $problems . }}
+  {{- end }}
+  {{- if and $v.embedded.persistence.enabled (not $embedded) }}
+    {{- $problems = append $problems "embedded.persistence.enabled only applies with an embedded store (an entry of stores with driver: embedded)" }}
+  {{- end }}
+{{- else if not $embedded }}
   {{- if not $v.gcp.projectId }}
     {{- $problems = append $problems "gcp.projectId is required with dataStore=bigtable (the project that holds the instances)" }}
   {{- end }}
@@ -23,18 +33,18 @@ fails once, listing every problem, so one `helm install` tells the whole story.
   {{- if $v.embedded.persistence.enabled }}
     {{- $problems = append $problems "embedded.persistence.enabled only applies to dataStore=embedded" }}
   {{- end }}
-{{- else }}
+{{- else if $v.credentials.existingSecret }}
+  {{- $problems = append $problems "credentials.existingSecret only applies to dataStore=bigtable" }}
+{{- end }}
+{{- if $embedded }}
   {{- if gt (int $v.replicaCount) 1 }}
-    {{- $problems = append $problems (printf "replicaCount is %d, but the embedded store runs in exactly one pod: set replicaCount=1" (int $v.replicaCount)) }}
+    {{- $problems = append $problems (printf "replicaCount is %d, but %s runs in exactly one pod: set replicaCount=1" (int $v.replicaCount) (ternary "the embedded store" $onePod (empty $storesOn))) }}
   {{- end }}
   {{- if $v.autoscaling.enabled }}
-    {{- $problems = append $problems "autoscaling.enabled cannot be used with dataStore=embedded (one pod only)" }}
+    {{- $problems = append $problems (printf "autoscaling.enabled cannot be used with %s (one pod only)" $onePod) }}
   {{- end }}
   {{- if and $v.podDisruptionBudget.enabled (ne (toString $v.podDisruptionBudget.minAvailable) "") }}
     {{- $problems = append $problems "podDisruptionBudget.minAvailable would block every eviction of the embedded store's single pod: use maxUnavailable" }}
-  {{- end }}
-  {{- if $v.credentials.existingSecret }}
-    {{- $problems = append $problems "credentials.existingSecret only applies to dataStore=bigtable" }}
   {{- end }}
 {{- end }}
 {{- if and (not $v.serviceAccount.create) $v.serviceAccount.annotations }}
