@@ -156,6 +156,24 @@ export function scanRowsCases(factory: DriverHarnessFactory): void {
       expect(rest.map((row) => row.key)).to.deep.equal(all.slice(scanLimit, 2 * scanLimit).map(show));
     });
 
+    it('yields each row once and whole, however many bytes its cells hold', async function () {
+      this.timeout(120_000);
+      const { table, keepAll, store, at, scanLimit } = fixture();
+      const heavy = await table([keepAll('a'), keepAll('b')]);
+      const size = Math.min(store.limits.valueBytes, 1024 * 1024, Math.floor(store.limits.bytesPerRow / 5));
+      const keys = ['h1', 'h2', 'h3'];
+      for (const [index, key] of keys.entries()) {
+        const value = (column: number) => Buffer.alloc(size, index * 16 + column);
+        await store.mutateRow(heavy, Buffer.from(key), [0, 1, 2, 3].map((column) => set(column % 2 === 0 ? 'a' : 'b', `c${column}`, value(column), at(1))), call());
+      }
+      const summary = (row: Row) => ({ key: show(row.key), cells: row.cells.map((cell) => `${cell.family}:${show(cell.column)} ${cell.value.length}×${cell.value[0]}`) });
+      const expected = keys.map((key, index) => ({ key, cells: [0, 2, 1, 3].map((column) => `${column % 2 === 0 ? 'a' : 'b'}:c${column} ${size}×${index * 16 + column}`) }));
+      const scanned: Row[] = [];
+      for await (const row of store.scanRows(heavy, { range: {}, reverse: false, limit: scanLimit, versions: 1 }, call())) scanned.push(row);
+      expect(scanned.map(summary)).to.deep.equal(expected);
+      expect((await store.readRows(heavy, keys.map((key) => Buffer.from(key)), { versions: 1 }, call())).map((row) => row && summary(row))).to.deep.equal(expected);
+    });
+
     it('throws NOT_FOUND naming the table from the first next() for a missing table', async () => {
       const { store, instance } = fixture();
       let iterator: AsyncIterator<Row>;
