@@ -22,7 +22,7 @@ function callOptions() {
   return { timeout: 5000, retry: null, retryRequestOptions: { retries: 0, noResponseRetries: 0 } };
 }
 
-/** Reads one row the way BigtableStore.readRow does; resolves with the number of cells. */
+/** Reads one row the way BigtableStore.readRows does; resolves with the number of cells. */
 export function readRow(client: v2.BigtableClient, tableName: string, rowKey: string): Promise<number> {
   return new Promise((resolve, reject) => {
     let cells = 0;
@@ -38,7 +38,7 @@ export function readRow(client: v2.BigtableClient, tableName: string, rowKey: st
   });
 }
 
-/** Writes the benchmark's two cells to a row the way BigtableStore.writeRow does. */
+/** Writes the benchmark's two cells to a row the way BigtableStore.mutateRow does. */
 export async function writeRow(client: v2.BigtableClient, tableName: string, rowKey: string): Promise<void> {
   const timestampMicros = (BigInt(Date.now()) * 1000n).toString();
   const mutations = CELLS.map((cell) => ({

@@ -26,14 +26,9 @@ import { v1Guards } from './http/v1/operations.ts';
 import { v2Guards, v2PathParams } from './http/v2/guards.ts';
 import { RowService } from './service/rows.ts';
 import { StoreDirectory } from './service/stores.ts';
-import { TableService as LegacyTableService } from './service/table-service.ts';
 import { TableService } from './service/tables.ts';
-import { findDriver } from './store/drivers.ts';
 import { type StoreInstrumentation, instrumentStores } from './store/instrumented-store.ts';
-import { LegacyInstrumentedStore } from './store/legacy-instrumented-store.ts';
-import type { DataStore as LegacyDataStore } from './store/legacy-store.ts';
-import { type NamedStore, type StoreSet, createStoreSet } from './store/store-set.ts';
-import type { DataStore } from './store/store.ts';
+import type { StoreSet } from './store/store-set.ts';
 import { type Metrics, createMetrics } from './telemetry/metrics.ts';
 
 const VERSION = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
@@ -70,15 +65,12 @@ const isOperationsPath = (path: string): boolean => OPERATIONS_PATHS.has(path);
 export function createApp({ config, stores: opened, logger, metrics = createMetrics(), drain = new DrainState(), auth }: AppDeps): Koa<AppState> {
   // Every store call is measured, traced and checked for its deadline here, whichever driver opened it.
   const instrumentation: StoreInstrumentation = { duration: metrics.storeOperationDuration, tracer: trace.getTracer('kvcrud', VERSION) };
-  const stores = instrumentStores(withDriverFacts(opened), instrumentation);
-  const v1Store = new LegacyInstrumentedStore(legacyStore(opened.default), opened.default.name, instrumentation);
-  const instanceIds = stores.default.instances;
+  const stores = instrumentStores(opened, instrumentation);
   const directory = new StoreDirectory(stores);
   const services: Services = {
     stores: directory,
     tables: new TableService({ stores: directory, storeTimeoutMs: config.storeTimeoutMs }),
     rows: new RowService({ stores: directory, storeTimeoutMs: config.storeTimeoutMs }),
-    legacyV1: new LegacyTableService({ store: v1Store, instanceIds, storeTimeoutMs: config.storeTimeoutMs }),
   };
   const servesMetrics = config.metricsPort === undefined;
   const { authenticator, protectDocs } = auth ?? { authenticator: NO_AUTHENTICATION, protectDocs: false };
@@ -117,43 +109,8 @@ export function createApp({ config, stores: opened, logger, metrics = createMetr
   return app;
 }
 
-/**
- * The default store through the contract the v1 service still speaks (legacy-store.ts). The
- * drivers open stores of that contract until they implement DataStore; the v1 service moves to
- * DataStore with them, and this goes.
- */
-function legacyStore(named: NamedStore): LegacyDataStore {
-  const store: unknown = named.store;
-  const legacy = store as Partial<LegacyDataStore>;
-  if (typeof legacy.writeRow !== 'function' || typeof legacy.readRow !== 'function') {
-    throw new Error(`the v1 service cannot use the ${named.name} store: its ${named.driver} driver opens no store of the v1 contract`);
-  }
-  return store as LegacyDataStore;
-}
-
 function byTag(tag: Operation['tag']): Operation[] {
   return API_OPERATIONS.filter((operation) => operation.tag === tag);
-}
-
-/**
- * The stores with the capabilities and limits of their drivers, for stores of the legacy
- * contract that do not publish them yet; until the drivers open stores of the v2 contract.
- */
-function withDriverFacts(stores: StoreSet): StoreSet {
-  const completed = stores.all.map((named): NamedStore => {
-    const driver = findDriver(named.driver);
-    if (driver === undefined || 'limits' in named.store) return named;
-    const store = new Proxy(named.store, {
-      get(target, property) {
-        if (property === 'capabilities') return driver.capabilities;
-        if (property === 'limits') return driver.limits;
-        const value: unknown = Reflect.get(target, property, target);
-        return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
-      },
-    }) as DataStore;
-    return { ...named, store };
-  });
-  return createStoreSet(completed, stores.default.name);
 }
 
 /**

@@ -20,7 +20,7 @@ describe('API keys', () => {
     // A bug in the store for one table, to see what a server-side failure logs.
     wrapStore: (store) =>
       withOverrides(store, {
-        readRow: (table, ...rest) => (table.table === 'explodes' ? Promise.reject(new Error('a bug')) : store.readRow(table, ...rest)),
+        readRows: (table, ...rest) => (table.table === 'explodes' ? Promise.reject(new Error('a bug')) : store.readRows(table, ...rest)),
       }),
   });
   after(() => files.remove());

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { StoreError } from '../../src/store/errors.ts';
-import type { DataStore } from '../../src/store/legacy-store.ts';
+import type { DataStore } from '../../src/store/store.ts';
 import { withOverrides } from '../support/store-faults.ts';
 import type { HarnessFactory } from '../support/stores.ts';
 import { type TestApp, useTestApp } from '../support/test-app.ts';

@@ -165,8 +165,8 @@ function hostileRequests(instance: string): Record<string, fc.Arbitrary<RawReque
 async function snapshot(app: TestApp): Promise<string> {
   const options = { deadline: Date.now() + 5000 };
   const tables = (await app.store.listTables(app.instance, options)).sort();
-  const row = await app.store.readRow({ instance: app.instance, table: SEED.table }, Buffer.from(SEED.row), options);
-  const cells = JSON.stringify(row?.map((cell) => [cell.family, cell.qualifier.toString('hex'), cell.value.toString('hex')]));
+  const [row] = await app.store.readRows({ instance: app.instance, table: SEED.table }, [Buffer.from(SEED.row)], { versions: 1000 }, options);
+  const cells = JSON.stringify(row?.cells.map((cell) => [cell.family, cell.column.toString('hex'), cell.value.toString('hex'), String(cell.timestampMicros)]));
   // A digest of the row, so that a failure prints two short lines rather than megabytes.
   return JSON.stringify({ tables, row: createHash('sha256').update(cells).digest('hex').slice(0, 16) });
 }

@@ -12,7 +12,9 @@ export function readCellDataCases(store: HarnessFactory): void {
 
     before(async () => {
       // The v1 API creates tables with one family; a second one, sorting first, is made through the store.
-      await app().store.createTable({ instance: app().instance, table: 't' }, ['b-family', 'a-family'], { deadline: Date.now() + 5000 });
+      await app().store.createTable({ instance: app().instance, table: 't' }, [{ name: 'b-family' }, { name: 'a-family' }], {
+        deadline: Date.now() + 5000,
+      });
     });
 
     it('returns 200 with the row in the shape insertData accepts', async () => {
@@ -58,15 +60,16 @@ export function readCellDataCases(store: HarnessFactory): void {
     it('reads the version with the highest timestamp, whatever the order versions were written in', async () => {
       const ref = { instance: app().instance, table: 't' };
       const version = (value: string, timestampMicros: bigint) => ({
+        type: 'set' as const,
         family: 'a-family',
-        qualifier: Buffer.from('q'),
+        column: Buffer.from('q'),
         value: Buffer.from(value),
         timestampMicros,
       });
       const deadline = Date.now() + 5000;
-      await app().store.writeRow(ref, Buffer.from('versions'), [version('newest', 3_000_000n)], { deadline });
-      await app().store.writeRow(ref, Buffer.from('versions'), [version('oldest', 1_000_000n)], { deadline });
-      await app().store.writeRow(ref, Buffer.from('versions'), [version('middle', 2_000_000n)], { deadline });
+      await app().store.mutateRow(ref, Buffer.from('versions'), [version('newest', 3_000_000n)], { deadline });
+      await app().store.mutateRow(ref, Buffer.from('versions'), [version('oldest', 1_000_000n)], { deadline });
+      await app().store.mutateRow(ref, Buffer.from('versions'), [version('middle', 2_000_000n)], { deadline });
       const { body } = await read('tableName=t&id=versions');
       expect(body.data).to.deep.equal([
         { columnFamily: 'a-family', columnName: 'q', columnValue: 'newest', timestamp: '1970-01-01T00:00:03.000000Z' },

@@ -81,7 +81,7 @@ function logLinesOf(service: ServiceProcess, requestId: string): Array<Record<st
     .filter((line) => line['requestId'] === requestId);
 }
 
-const READ_TREE = ['GET /v1/:instanceID/readCellData', 'DataStore.readRow', 'grpc.google.bigtable.v2.Bigtable/ReadRows'];
+const READ_TREE = ['GET /v1/:instanceID/readCellData', 'DataStore.readRows', 'grpc.google.bigtable.v2.Bigtable/ReadRows'];
 
 describe('the service process', () => {
   describe('with OTEL_EXPORTER_OTLP_ENDPOINT', () => {
@@ -112,7 +112,7 @@ describe('the service process', () => {
 
         await waitFor(() => jsonSpansOf(receiver.received, trace.traceId).length === 3, 10_000, 'no export of the three spans');
         expect(spanTree(jsonSpansOf(receiver.received, trace.traceId))).to.equal(
-          ['GET /v1/:instanceID/readCellData', '  DataStore.readRow', '    grpc.google.bigtable.v2.Bigtable/ReadRows'].join('\n'),
+          ['GET /v1/:instanceID/readCellData', '  DataStore.readRows', '    grpc.google.bigtable.v2.Bigtable/ReadRows'].join('\n'),
         );
         for (const request of receiver.received) {
           expect(request).to.deep.include({ path: '/v1/traces', contentType: 'application/json' });

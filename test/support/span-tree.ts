@@ -7,7 +7,7 @@ export interface SpanNode {
 
 /**
  * The spans as an indented tree of names, children under their parent in the order given, e.g.
- * "GET /v1/:instanceID/readCellData\n  DataStore.readRow\n    grpc...". A span whose parent is
+ * "GET /v1/:instanceID/readCellData\n  DataStore.readRows\n    grpc...". A span whose parent is
  * not among them (the caller's) is a root.
  */
 export function spanTree(spans: readonly SpanNode[]): string {

@@ -1,4 +1,4 @@
-import type { DataStore } from '../../src/store/legacy-store.ts';
+import type { DataStore } from '../../src/store/store.ts';
 
 /**
  * withOverrides wraps a real store, replacing some of its methods: for faults that cannot be

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { BigtableStore } from '../../src/store/bigtable/bigtable-store.ts';
 import { EmbeddedStore } from '../../src/store/embedded/embedded-store.ts';
-import type { DataStore } from '../../src/store/legacy-store.ts';
+import type { DataStore } from '../../src/store/store.ts';
 import { emulatorHost } from './emulator.ts';
 
 export const TEST_PROJECT = 'kvcrud-test';

@@ -7,8 +7,7 @@ import type { OidcTiming } from '../../src/auth/oidc.ts';
 import type { AuthConfig } from '../../src/config.ts';
 import { type ServerLimits, createHttpServer } from '../../src/http/http-server.ts';
 import { BigtableStore } from '../../src/store/bigtable/bigtable-store.ts';
-import type { DataStore } from '../../src/store/legacy-store.ts';
-import type { DataStore as StoreContract } from '../../src/store/store.ts';
+import type { DataStore } from '../../src/store/store.ts';
 import { type StoreSet, createStoreSet } from '../../src/store/store-set.ts';
 import { createLogger } from '../../src/telemetry/logger.ts';
 import { ApiClient } from './api-client.ts';
@@ -78,8 +77,7 @@ export async function startTestApp(options: TestAppOptions): Promise<TestApp> {
     : new BigtableStore({ projectId: TEST_PROJECT, instanceIds: instances, emulatorHost: options.emulatorHost ?? '' });
   const store = options.wrapStore ? options.wrapStore(real) : real;
   const storeName = options.harness?.name ?? 'bigtable';
-  // The stores speak the v1 contract until their drivers implement DataStore (see legacyStore in app.ts).
-  const stores: StoreSet = createStoreSet([{ name: storeName, driver: storeName, instances, store: store as unknown as StoreContract }], storeName);
+  const stores: StoreSet = createStoreSet([{ name: storeName, driver: storeName, instances, store }], storeName);
   const auth = options.auth?.(instances, storeName);
   let authenticator: Authenticator | undefined;
   if (auth !== undefined) {

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { expect } from 'chai';
 import { createMetrics } from '../../src/telemetry/metrics.ts';
-import type { TableRef, CallOptions } from '../../src/store/legacy-store.ts';
+import type { CallOptions, ReadSelection, TableRef } from '../../src/store/store.ts';
 import { type Sample, parseSamples, sampleValue } from '../support/prometheus.ts';
 import { withOverrides } from '../support/store-faults.ts';
 import { type TestApp, startTestApp, useTestApp } from '../support/test-app.ts';
@@ -85,10 +85,10 @@ describe('GET /metrics', () => {
       const count = (operation: string, code: string) => sampleValue(scraped.samples, `${STORE}_count`, { store: app().storeName, operation, code });
       expect(count('createTable', 'OK')).to.equal(1);
       expect(count('createTable', 'ALREADY_EXISTS')).to.equal(1);
-      expect(count('writeRow', 'OK')).to.equal(1);
+      expect(count('mutateRow', 'OK')).to.equal(1);
       // A missing row is an answer, not a failure of the store.
-      expect(count('readRow', 'OK')).to.equal(2);
-      expect(count('readRow', 'NOT_FOUND')).to.equal(1);
+      expect(count('readRows', 'OK')).to.equal(2);
+      expect(count('readRows', 'NOT_FOUND')).to.equal(1);
       expect(count('checkHealth', 'OK')).to.equal(1);
     });
 
@@ -116,9 +116,9 @@ describe('GET /metrics', () => {
     const app = useTestApp({
       wrapStore: (store) =>
         withOverrides(store, {
-          readRow: async (ref: TableRef, rowKey: Buffer, options: CallOptions) => {
+          readRows: async (ref: TableRef, keys: readonly Buffer[], selection: ReadSelection, options: CallOptions) => {
             await new Promise<void>((resolve) => (release = resolve));
-            return store.readRow(ref, rowKey, options);
+            return store.readRows(ref, keys, selection, options);
           },
         }),
     });
@@ -140,7 +140,7 @@ describe('GET /metrics', () => {
       const labels = { method: 'GET', route: '/v1/:instanceID/readCellData', status_code: '404' };
       expect(sampleValue(samples, `${HTTP}_bucket`, { ...labels, le: '0.25' })).to.equal(0);
       expect(sampleValue(samples, `${HTTP}_sum`, labels)).to.be.at.least(0.3);
-      expect(sampleValue(samples, `${STORE}_sum`, { operation: 'readRow', code: 'NOT_FOUND' })).to.be.at.least(0.3);
+      expect(sampleValue(samples, `${STORE}_sum`, { operation: 'readRows', code: 'NOT_FOUND' })).to.be.at.least(0.3);
     });
   });
 

@@ -89,7 +89,7 @@ describe('the request log', () => {
       config: { headers: { Authorization: 'Bearer ya29.token-secret' }, body: 'assertion=jwt-secret' },
       response: { data: { access_token: 'token-secret' } },
     });
-    const app = useTestApp({ wrapStore: (store) => withOverrides(store, { readRow: () => Promise.reject(failure) }) });
+    const app = useTestApp({ wrapStore: (store) => withOverrides(store, { readRows: () => Promise.reject(failure) }) });
 
     it('is logged at error with its cause chain, and nothing else the error carries', async () => {
       const response = await app().api.get(`/v1/${app().instance}/readCellData?tableName=t&id=r`);

@@ -3,7 +3,6 @@ import type { Caller, Role } from '../../auth/access.ts';
 import type { ErrorCode } from '../../service/errors.ts';
 import type { RowService } from '../../service/rows.ts';
 import type { StoreDirectory } from '../../service/stores.ts';
-import type { TableService as LegacyTableService } from '../../service/table-service.ts';
 import type { TableService } from '../../service/tables.ts';
 import { validateParts } from '../validate.ts';
 
@@ -26,8 +25,6 @@ export interface Services {
   readonly stores: StoreDirectory;
   readonly tables: TableService;
   readonly rows: RowService;
-  /** v1 on the legacy store interface, until the stores implement the v2 contract. */
-  readonly legacyV1: LegacyTableService;
 }
 
 /** What an operation may know of the request besides its input. */

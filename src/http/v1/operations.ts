@@ -1,9 +1,13 @@
 import type { RouterMiddleware } from '@koa/router';
 import Joi from 'joi';
-import type { ErrorCode } from '../../service/errors.ts';
+import { ApiError, type ErrorCode } from '../../service/errors.ts';
+import type { MutationFields, MutationInput } from '../../service/rows.ts';
+import type { TableTarget } from '../../service/tables.ts';
+import { shorten } from '../../service/text.ts';
 import type { AppState } from '../app-state.ts';
 import { authorize } from '../middleware/authorize.ts';
 import { type Operation, type Services, defineOperation } from '../operations/operation.ts';
+import { cellBytes, toCellOutput } from './cells.ts';
 import * as schemas from './schemas.ts';
 
 /** Codes any v1 operation may answer with. */
@@ -23,6 +27,18 @@ interface InstancePath {
 
 // The guards have checked the instance before the body was read (v1Guards).
 const instancePath = Joi.object<InstancePath>({ instanceID: Joi.string().required() });
+
+/** The default store's table a v1 request names. */
+function tableTarget(services: Services, params: InstancePath, table: string): TableTarget {
+  return { store: services.stores.default.name, instance: params.instanceID, table };
+}
+
+/** v1's names for the fields the service's limit checks refer to. */
+const INSERT_FIELDS: MutationFields = {
+  key: 'rowKeyId',
+  mutations: 'data',
+  field: (index, name) => `data[${index}].${name === 'column' ? 'columnName' : name === 'value' ? 'columnValue' : name}`,
+};
 
 /** The v1 API: four operations on the default store, whose wire shapes never change. */
 export const V1_OPERATIONS: readonly Operation[] = [
@@ -45,7 +61,13 @@ export const V1_OPERATIONS: readonly Operation[] = [
       example: ({ instance }) => ({ instanceID: instance, tableName: 'orders', columnFamily: 'cf' }),
     },
     errors: ['TABLE_ALREADY_EXISTS'],
-    handle: ({ params, body }, { services, signal }) => services.legacyV1.createTable(params.instanceID, body, { signal }),
+    handle: async ({ params, body }, { services, signal }) => {
+      const { store } = services.stores.default;
+      // A v1 family keeps every version; on a store that keeps only the latest, v1 (which reads only the latest) cannot tell.
+      const family = store.capabilities.multipleVersions ? { name: body.columnFamily } : { name: body.columnFamily, maxVersions: 1 };
+      await services.tables.create(tableTarget(services, params, body.tableName), [family], { signal });
+      return { instanceID: params.instanceID, tableName: body.tableName, columnFamily: body.columnFamily };
+    },
   }),
   defineOperation<InstancePath, undefined, schemas.InsertDataBody>({
     operationId: 'insertData',
@@ -69,7 +91,11 @@ export const V1_OPERATIONS: readonly Operation[] = [
       example: ({ instance }) => ({ instanceID: instance, tableName: 'orders', rowKeyId: 'order#1001', cellsWritten: 1 }),
     },
     errors: ['TABLE_NOT_FOUND', 'COLUMN_FAMILY_NOT_FOUND'],
-    handle: ({ params, body }, { services, signal }) => services.legacyV1.insertData(params.instanceID, body, { signal }),
+    handle: async ({ params, body }, { services, signal }) => {
+      const cells = body.data.map((cell): MutationInput => ({ type: 'set', family: cell.columnFamily, ...cellBytes(cell) }));
+      await services.rows.mutate(tableTarget(services, params, body.tableName), Buffer.from(body.rowKeyId, 'utf8'), cells, INSERT_FIELDS, { signal });
+      return { instanceID: params.instanceID, tableName: body.tableName, rowKeyId: body.rowKeyId, cellsWritten: cells.length };
+    },
   }),
   defineOperation<InstancePath, schemas.ReadCellDataQuery>({
     operationId: 'readCellData',
@@ -96,7 +122,11 @@ export const V1_OPERATIONS: readonly Operation[] = [
       }),
     },
     errors: ['TABLE_NOT_FOUND', 'ROW_NOT_FOUND'],
-    handle: ({ params, query }, { services, signal }) => services.legacyV1.readCellData(params.instanceID, query, { signal }),
+    handle: async ({ params, query }, { services, signal }) => {
+      const row = await services.rows.read(tableTarget(services, params, query.tableName), Buffer.from(query.id, 'utf8'), { versions: 1 }, 'id', { signal });
+      if (row === null) throw new ApiError('ROW_NOT_FOUND', `Row "${shorten(query.id)}" does not exist in table "${query.tableName}".`);
+      return { instanceID: params.instanceID, tableName: query.tableName, rowKeyId: query.id, data: row.cells.map(toCellOutput) };
+    },
   }),
   defineOperation<InstancePath, undefined, schemas.DeleteTableBody>({
     operationId: 'deleteTable',
@@ -120,7 +150,10 @@ export const V1_OPERATIONS: readonly Operation[] = [
       example: ({ instance }) => ({ instanceID: instance, deleted: ['orders'] }),
     },
     errors: ['TABLE_NOT_FOUND'],
-    handle: ({ params, body }, { services, signal }) => services.legacyV1.deleteTables(params.instanceID, body, { signal }),
+    handle: async ({ params, body }, { services, signal }) => ({
+      instanceID: params.instanceID,
+      deleted: await services.tables.deleteMany(services.stores.default.name, params.instanceID, body.tableList, { signal }),
+    }),
   }),
 ];
 
@@ -130,7 +163,10 @@ export const V1_OPERATIONS: readonly Operation[] = [
  */
 export function v1Guards(services: Services, defaultStore: string): (operation: Operation) => Array<RouterMiddleware<AppState>> {
   const servedInstance: RouterMiddleware<AppState> = (ctx, next) => {
-    services.legacyV1.requireInstance(ctx.params['instanceID'] ?? '');
+    const instanceID = ctx.params['instanceID'] ?? '';
+    if (!services.stores.default.instances.includes(instanceID)) {
+      throw new ApiError('INSTANCE_NOT_FOUND', `Instance "${shorten(instanceID)}" is not served by this service.`);
+    }
     return next();
   };
   return (operation) => [authorize(operation.role, operation.operationId, defaultStore), servedInstance];

@@ -1,7 +1,6 @@
 import { Bigtable, type BigtableOptions, admin as bigtableAdmin, v2, type protos } from '@google-cloud/bigtable';
 import { status as GrpcStatus } from '@grpc/grpc-js';
 import { StoreError, isStoreError } from '../errors.ts';
-import type * as legacy from '../legacy-store.ts';
 import type {
   CallOptions,
   DataStore,
@@ -57,10 +56,8 @@ const EMULATOR_CAPABILITIES: StoreCapabilities = Object.freeze({ ...BIGTABLE_CAP
  * is written (the emulator applies part of a mutation naming an unknown family), and read-time
  * filtering of versions a retention policy has expired (Bigtable's GC runs asynchronously).
  * Both use the table's schema, cached (SchemaCache).
- *
- * It also serves the legacy contract (legacy-store.ts) that v1 is still written against.
  */
-export class BigtableStore implements DataStore, legacy.DataStore {
+export class BigtableStore implements DataStore {
   readonly type = 'bigtable';
   readonly capabilities: StoreCapabilities;
   readonly limits: StoreLimits = BIGTABLE_LIMITS;
@@ -98,9 +95,7 @@ export class BigtableStore implements DataStore, legacy.DataStore {
     this.#admin = new bigtableAdmin.v2.BigtableTableAdminClient(settings.BigtableTableAdminClient);
   }
 
-  /** Also takes bare family names, as the legacy contract gives them: families without a policy. */
-  async createTable(ref: TableRef, families: readonly (FamilySpec | string)[], options: CallOptions): Promise<void> {
-    const specs = families.map((family) => (typeof family === 'string' ? { name: family } : family));
+  async createTable(ref: TableRef, specs: readonly FamilySpec[], options: CallOptions): Promise<void> {
     const columnFamilies = Object.fromEntries(specs.map((family) => [family.name, { gcRule: gcRuleFor(family) ?? null }]));
     try {
       // Not retried: after a lost answer a retry would report ALREADY_EXISTS for our own table.
@@ -231,19 +226,6 @@ export class BigtableStore implements DataStore, legacy.DataStore {
 
   scanRows(ref: TableRef, scan: ScanRequest, options: CallOptions): AsyncIterable<Row> {
     return this.#scan(ref, scan, options);
-  }
-
-  /** Reads the latest version of every column of the row, for the legacy contract. */
-  async readRow(ref: TableRef, rowKey: Buffer, options: CallOptions): Promise<legacy.Cell[] | null> {
-    const [row] = await this.readRows(ref, [rowKey], { versions: 1 }, options);
-    if (row === null || row === undefined) return null;
-    return row.cells.map((cell) => ({ family: cell.family, qualifier: cell.column, value: cell.value, timestampMicros: cell.timestampMicros }));
-  }
-
-  /** Writes the cells to one row in one mutation, for the legacy contract. */
-  writeRow(ref: TableRef, rowKey: Buffer, cells: readonly legacy.CellWrite[], options: CallOptions): Promise<void> {
-    const mutations = cells.map((cell): Mutation => ({ type: 'set', family: cell.family, column: cell.qualifier, value: cell.value, timestampMicros: cell.timestampMicros }));
-    return this.mutateRow(ref, rowKey, mutations, options);
   }
 
   async checkHealth(options: CallOptions): Promise<void> {

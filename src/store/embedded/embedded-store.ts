@@ -3,7 +3,6 @@ import { join, resolve } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import type { ResourceLimits } from 'node:worker_threads';
 import { StoreError, callerGone } from '../errors.ts';
-import type * as legacy from '../legacy-store.ts';
 import type {
   CallOptions,
   Cell,
@@ -56,11 +55,8 @@ const CLOSE_TIMEOUT_MS = 60_000;
  * hold read-only connections, so reads never queue behind a write (WAL gives each read a snapshot
  * of the last commit). The process holds a lock on the data directory (ProcessLock) for the
  * store's lifetime, so a second kvcrud on the same directory refuses to start.
- *
- * It also keeps the v1 methods (`writeRow`, `readRow`, `createTable` with family names) as thin
- * wrappers, for the v1 service until it moves to this contract.
  */
-export class EmbeddedStore implements DataStore, legacy.DataStore {
+export class EmbeddedStore implements DataStore {
   readonly type = 'embedded';
   readonly capabilities = EMBEDDED_CAPABILITIES;
   readonly limits = EMBEDDED_LIMITS;
@@ -106,14 +102,12 @@ export class EmbeddedStore implements DataStore, legacy.DataStore {
     this.#readers = Array.from({ length: Math.max(1, options.readers ?? DEFAULT_READERS) }, () => new ThreadClient('reader', file, cancelled, limits));
   }
 
-  createTable(ref: TableRef, families: ReadonlyArray<FamilySpec | string>, options: CallOptions): Promise<void> {
+  createTable(ref: TableRef, families: readonly FamilySpec[], options: CallOptions): Promise<void> {
     return this.#write(Kind.createTable, options, NO_ANSWER, (encoder) => {
       encoder.string(ref.instance);
       encoder.string(ref.table);
       encoder.u32(families.length);
-      for (const family of families) {
-        // v1 names families only: they keep every version, as they always did.
-        const spec: FamilySpec = typeof family === 'string' ? { name: family } : family;
+      for (const spec of families) {
         encoder.string(spec.name);
         encodePolicyBound(encoder, spec.maxVersions);
         encodePolicyBound(encoder, spec.maxAgeSeconds);
@@ -240,21 +234,6 @@ export class EmbeddedStore implements DataStore, legacy.DataStore {
   /** Ends the SQLite threads abruptly, as a crash of them would; calls waiting on them fail, later ones start new threads. */
   async crashThreads(): Promise<void> {
     await Promise.all([this.#writer, ...this.#readers].map((thread) => thread.terminate()));
-  }
-
-  // v1 methods, over the ones above.
-
-  async writeRow(ref: TableRef, rowKey: Buffer, cells: readonly legacy.CellWrite[], options: CallOptions): Promise<void> {
-    const mutations = cells.map(
-      (cell): Mutation => ({ type: 'set', family: cell.family, column: cell.qualifier, value: cell.value, timestampMicros: cell.timestampMicros }),
-    );
-    await this.mutateRow(ref, rowKey, mutations, options);
-  }
-
-  async readRow(ref: TableRef, rowKey: Buffer, options: CallOptions): Promise<legacy.Cell[] | null> {
-    const [row] = await this.readRows(ref, [rowKey], { versions: 1 }, options);
-    if (row === null || row === undefined) return null;
-    return row.cells.map((cell) => ({ family: cell.family, qualifier: cell.column, value: cell.value, timestampMicros: cell.timestampMicros }));
   }
 
   #mutate(ref: TableRef, entries: readonly RowMutations[], options: CallOptions): Promise<Array<StoreError | undefined>> {

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { blackHole, closedPort } from '../../support/fake-backends.ts';
-import type { DataStore } from '../../../src/store/legacy-store.ts';
+import type { DataStore } from '../../../src/store/store.ts';
 import { withOverrides } from '../../support/store-faults.ts';
 import { type TestApp, startTestApp, useTestApp } from '../../support/test-app.ts';
 
@@ -93,7 +93,7 @@ describe('when an adapter fails unexpectedly', () => {
   const app = useTestApp({
     wrapStore: (store) =>
       withOverrides(store, {
-        readRow: () => Promise.reject(new TypeError('Cannot read properties of undefined (reading "secretInternalField")')),
+        readRows: () => Promise.reject(new TypeError('Cannot read properties of undefined (reading "secretInternalField")')),
       }),
   });
 
@@ -126,8 +126,8 @@ describe('when the caller disconnects while its backend call is pending', () => 
       );
     const wrapStore = (store: DataStore): DataStore =>
       withOverrides(store, {
-        readRow: (...args) => settle(store.readRow(...args)),
-        writeRow: (...args) => settle(store.writeRow(...args)),
+        readRows: (...args) => settle(store.readRows(...args)),
+        mutateRow: (...args) => settle(store.mutateRow(...args)),
       });
     return { ends, wrapStore };
   }

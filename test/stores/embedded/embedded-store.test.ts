@@ -5,7 +5,7 @@ import { DatabaseSync } from 'node:sqlite';
 import { expect } from 'chai';
 import { isStoreError } from '../../../src/store/errors.ts';
 import { DATABASE_FILE, EmbeddedStore } from '../../../src/store/embedded/embedded-store.ts';
-import type { CellWrite } from '../../../src/store/legacy-store.ts';
+import type { CallOptions, Mutation } from '../../../src/store/store.ts';
 
 /** What the conformance suite cannot see through HTTP: group commit, closing, schema versions. */
 describe('EmbeddedStore', () => {
@@ -13,12 +13,16 @@ describe('EmbeddedStore', () => {
   let store: EmbeddedStore;
   const ref = { instance: 'local', table: 't' };
   const later = () => ({ deadline: Date.now() + 5000 });
-  const cell = (family: string, value: string): CellWrite => ({
+  const cell = (family: string, value: string): Mutation => ({
+    type: 'set',
     family,
-    qualifier: Buffer.from('q'),
+    column: Buffer.from('q'),
     value: Buffer.from(value),
     timestampMicros: 1_000n,
   });
+  const writeRow = (key: Buffer, cells: Mutation[], options: CallOptions) => store.mutateRow(ref, key, cells, options);
+  /** The latest cells of a row, or null. */
+  const readRow = async (key: Buffer, options: CallOptions) => (await store.readRows(ref, [key], { versions: 1 }, options))[0]?.cells ?? null;
   const rejection = async (promise: Promise<unknown>) => {
     try {
       await promise;
@@ -31,7 +35,7 @@ describe('EmbeddedStore', () => {
   beforeEach(async () => {
     dataDir = mkdtempSync(join(tmpdir(), 'kvcrud-embedded-unit-'));
     store = await EmbeddedStore.open({ dataDir });
-    await store.createTable(ref, ['cf'], later());
+    await store.createTable(ref, [{ name: 'cf' }], later());
   });
   afterEach(async () => {
     await store.close();
@@ -40,31 +44,31 @@ describe('EmbeddedStore', () => {
 
   it('commits the writes of one turn together, failing only the one that is wrong', async () => {
     const results = await Promise.allSettled([
-      store.writeRow(ref, Buffer.from('a'), [cell('cf', 'a')], later()),
-      store.writeRow(ref, Buffer.from('b'), [cell('cf', 'b'), cell('nope', 'b')], later()),
-      store.writeRow(ref, Buffer.from('c'), [cell('cf', 'c')], later()),
+      writeRow(Buffer.from('a'), [cell('cf', 'a')], later()),
+      writeRow(Buffer.from('b'), [cell('cf', 'b'), cell('nope', 'b')], later()),
+      writeRow(Buffer.from('c'), [cell('cf', 'c')], later()),
     ]);
     expect(results.map((result) => result.status)).to.deep.equal(['fulfilled', 'rejected', 'fulfilled']);
     expect(isStoreError((results[1] as PromiseRejectedResult).reason, 'NOT_FOUND')).to.equal(true);
-    expect(await store.readRow(ref, Buffer.from('b'), later())).to.equal(null);
-    expect((await store.readRow(ref, Buffer.from('c'), later()))?.[0]?.value.toString()).to.equal('c');
+    expect(await readRow(Buffer.from('b'), later())).to.equal(null);
+    expect((await readRow(Buffer.from('c'), later()))?.[0]?.value.toString()).to.equal('c');
   });
 
   it('skips a write whose deadline passed before its turn, with DEADLINE_EXCEEDED', async () => {
-    const error = await rejection(store.writeRow(ref, Buffer.from('late'), [cell('cf', 'x')], { deadline: Date.now() - 1 }));
+    const error = await rejection(writeRow(Buffer.from('late'), [cell('cf', 'x')], { deadline: Date.now() - 1 }));
     expect(isStoreError(error, 'DEADLINE_EXCEEDED')).to.equal(true);
-    expect(await store.readRow(ref, Buffer.from('late'), later())).to.equal(null);
+    expect(await readRow(Buffer.from('late'), later())).to.equal(null);
   });
 
   it('commits queued writes on close, and answers UNAVAILABLE afterwards', async () => {
-    const queued = store.writeRow(ref, Buffer.from('queued'), [cell('cf', 'kept')], later());
+    const queued = writeRow(Buffer.from('queued'), [cell('cf', 'kept')], later());
     await store.close();
     await queued;
-    expect(isStoreError(await rejection(store.readRow(ref, Buffer.from('queued'), later())), 'UNAVAILABLE')).to.equal(true);
-    expect(isStoreError(await rejection(store.writeRow(ref, Buffer.from('x'), [cell('cf', 'x')], later())), 'UNAVAILABLE')).to.equal(true);
+    expect(isStoreError(await rejection(readRow(Buffer.from('queued'), later())), 'UNAVAILABLE')).to.equal(true);
+    expect(isStoreError(await rejection(writeRow(Buffer.from('x'), [cell('cf', 'x')], later())), 'UNAVAILABLE')).to.equal(true);
 
     store = await EmbeddedStore.open({ dataDir });
-    expect((await store.readRow(ref, Buffer.from('queued'), later()))?.[0]?.value.toString()).to.equal('kept');
+    expect((await readRow(Buffer.from('queued'), later()))?.[0]?.value.toString()).to.equal('kept');
   });
 
   it('refuses a database written by a newer schema version', async () => {

@@ -1,6 +1,6 @@
 import { isUtf8 } from 'node:buffer';
-import type { Cell } from '../store/legacy-store.ts';
-import { formatTimestamp } from './timestamps.ts';
+import { formatTimestamp } from '../../service/timestamps.ts';
+import type { Cell } from '../../store/store.ts';
 
 /**
  * The API's cell shape. Column names and values are UTF-8 text, or, when `encoding` is "base64",
@@ -19,9 +19,9 @@ export interface CellOutput extends CellInput {
 }
 
 /** The bytes a cell's column name and value stand for. Input must have passed validation. */
-export function cellBytes(cell: CellInput): { qualifier: Buffer; value: Buffer } {
+export function cellBytes(cell: CellInput): { column: Buffer; value: Buffer } {
   const encoding = cell.encoding === 'base64' ? 'base64' : 'utf8';
-  return { qualifier: Buffer.from(cell.columnName, encoding), value: Buffer.from(cell.columnValue, encoding) };
+  return { column: Buffer.from(cell.columnName, encoding), value: Buffer.from(cell.columnValue, encoding) };
 }
 
 /**
@@ -30,17 +30,17 @@ export function cellBytes(cell: CellInput): { qualifier: Buffer; value: Buffer }
  */
 export function toCellOutput(cell: Cell): CellOutput {
   const timestamp = formatTimestamp(cell.timestampMicros);
-  if (isUtf8(cell.qualifier) && isUtf8(cell.value)) {
+  if (isUtf8(cell.column) && isUtf8(cell.value)) {
     return {
       columnFamily: cell.family,
-      columnName: cell.qualifier.toString('utf8'),
+      columnName: cell.column.toString('utf8'),
       columnValue: cell.value.toString('utf8'),
       timestamp,
     };
   }
   return {
     columnFamily: cell.family,
-    columnName: cell.qualifier.toString('base64'),
+    columnName: cell.column.toString('base64'),
     columnValue: cell.value.toString('base64'),
     encoding: 'base64',
     timestamp,
