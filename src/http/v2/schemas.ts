@@ -142,7 +142,7 @@ function columnSelectors(inQuery: boolean) {
       const column = value.slice(colon + 1);
       // In the query the selectors are items of an array of the query object.
       const base64 = inQuery ? ((helpers.state.ancestors as unknown[])[1] as { encoding?: unknown } | undefined)?.encoding === 'base64' : requestInBase64(helpers);
-      if (!base64) return checkText(column, helpers);
+      if (!base64) return column.isWellFormed() ? value : helpers.message({ custom: '{{#label}} contains a lone UTF-16 surrogate' });
       return (inQuery ? BASE64URL : BASE64).test(column) ? value : helpers.message({ custom: '{{#label}} has a column that is not valid base64' });
     })
     .example('cf:status');
