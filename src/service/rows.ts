@@ -168,6 +168,7 @@ export class RowService {
       if (bound !== undefined && bound.length > limits.keyBytes) throw tooManyBytes('keyBytes', field, bound.length, limits.keyBytes);
     }
     const selection = this.#selection(named, input);
+    // An empty bound is no bound, as in Bigtable's row ranges.
     const range = input.prefix === undefined ? { ...optional('start', input.start), ...optional('end', input.end) } : prefixRange(input.prefix);
     const query: ScanQuery = { store: named.name, instance: target.instance, table: target.table, range, reverse: input.reverse, ...selection, limit: input.limit };
     const position = input.pageToken === undefined ? undefined : decodePageToken(query, input.pageToken);
@@ -215,5 +216,5 @@ function ref(target: TableTarget): TableRef {
 }
 
 function optional<K extends string>(name: K, value: Buffer | undefined): Partial<Record<K, Buffer>> {
-  return value === undefined ? {} : ({ [name]: value } as Record<K, Buffer>);
+  return value === undefined || value.length === 0 ? {} : ({ [name]: value } as Record<K, Buffer>);
 }

@@ -121,7 +121,7 @@ function bodyBytes(description: string) {
 
 /** A byte string in the path or the query: base64url in base64 mode, else UTF-8 text. */
 function urlBytes(description: string, siblingEncoding: boolean) {
-  return Joi.string().custom((value: string, helpers) => {
+  return Joi.string().allow('').custom((value: string, helpers) => {
     const base64 = siblingEncoding ? objectInBase64(helpers) : requestInBase64(helpers);
     if (!base64) return checkText(value, helpers);
     return BASE64URL.test(value) ? value : helpers.message({ custom: '{{#label}} is not valid base64url (RFC 4648 section 5)' });
@@ -195,8 +195,8 @@ export const readQuery = Joi.object<ReadQuery>({
 }).label('query');
 
 export const scanQuery = Joi.object<ScanQuery>({
-  start: urlBytes('First key of the scan (inclusive)', true),
-  end: urlBytes('Key the scan stops before (exclusive)', true),
+  start: urlBytes('First key of the scan (inclusive); empty or absent: from the first key', true),
+  end: urlBytes('Key the scan stops before (exclusive); empty or absent: to the last key', true),
   prefix: urlBytes('Only keys starting with these bytes; excludes start and end', true).example('order#'),
   reverse: Joi.boolean()
     .sensitive()
