@@ -1,12 +1,13 @@
 import { readFileSync } from 'node:fs';
 import { Router } from '@koa/router';
 import { trace } from '@opentelemetry/api';
-import Koa from 'koa';
+import Koa, { type Middleware } from 'koa';
 import type { Logger } from 'pino';
 import { type Authenticator, NO_AUTHENTICATION } from './auth/authenticator.ts';
-import type { Config } from './config.ts';
+import { type Config, DEFAULT_INFLIGHT_UNAUTHENTICATED, DEFAULT_MIN_BODY_BYTES_PER_SECOND, defaultInflightPerCaller } from './config.ts';
 import type { AppState } from './http/app-state.ts';
 import { DrainState } from './http/drain-state.ts';
+import { InflightLimits } from './http/inflight-limits.ts';
 import { authenticate } from './http/middleware/authenticate.ts';
 import { requireGrant } from './http/middleware/authorize.ts';
 import { closeWhenDraining } from './http/middleware/close-when-draining.ts';
@@ -25,10 +26,14 @@ import { InstrumentedStore } from './store/instrumented-store.ts';
 import type { DataStore } from './store/legacy-store.ts';
 import { type Metrics, createMetrics } from './telemetry/metrics.ts';
 
+/** One client address may take this share of the credential-check budget (MAX_INFLIGHT_UNAUTHENTICATED / 4). */
+const CHECKS_SHARE_PER_ADDRESS = 4;
+
 const VERSION = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 
 export interface AppDeps {
-  readonly config: Pick<Config, 'instanceIds' | 'maxBodyBytes' | 'storeTimeoutMs' | 'maxInflight' | 'rateLimitPerSecond' | 'metricsPort'>;
+  readonly config: Pick<Config, 'instanceIds' | 'maxBodyBytes' | 'storeTimeoutMs' | 'maxInflight' | 'rateLimitPerSecond' | 'metricsPort'> &
+    Partial<Pick<Config, 'maxInflightPerCaller' | 'maxInflightUnauthenticated' | 'minBodyBytesPerSecond'>>;
   readonly store: DataStore;
   /** A logger from createLogger, whose `err` serializer keeps what an error carries out of the log. */
   readonly logger: Logger;
@@ -42,11 +47,6 @@ export interface AppDeps {
    */
   readonly auth?: { readonly authenticator: Authenticator; readonly protectDocs: boolean };
 }
-
-// Probes and the metrics scrape are never shed (nor rate limited: only v1 routes are): an
-// overloaded pod is alive, and its metrics are what shows the overload.
-const OPERATIONS_PATHS: ReadonlySet<string> = new Set(['/healthz', '/readyz', '/metrics']);
-const isOperationsPath = (path: string): boolean => OPERATIONS_PATHS.has(path);
 
 /**
  * createApp wires the service: HTTP middleware and routes in front of the TableService, in front
@@ -68,14 +68,32 @@ export function createApp({ config, store, logger, metrics = createMetrics(), dr
     auth: { modes: authenticator.modes, protectDocs },
     servesMetrics,
   });
-  const caller = authenticate(authenticator, logger);
+  // A request counts against MAX_INFLIGHT and its caller's share only once authenticated; until
+  // then only the (smaller) budget of credential checks bounds it, and only if its check is costly.
+  const inflight = new InflightLimits({ total: config.maxInflight, perKey: config.maxInflightPerCaller ?? defaultInflightPerCaller(config.maxInflight) });
+  const checksTotal = config.maxInflightUnauthenticated ?? DEFAULT_INFLIGHT_UNAUTHENTICATED;
+  const checks = new InflightLimits({ total: checksTotal, perKey: Math.ceil(checksTotal / CHECKS_SHARE_PER_ADDRESS) });
+  const identify = authenticate(authenticator, logger, { checks });
+  const shed = loadShedding(inflight);
+  const caller: Middleware<AppState> = async (ctx, next) => {
+    await identify(ctx, async () => {
+      await shed(ctx, next);
+    });
+  };
 
   const router = new Router<AppState>();
+  // The probes and the metrics scrape are never shed nor rate limited: an overloaded pod is
+  // alive, and its metrics are what shows the overload.
   healthRoutes(router, service, drain);
-  docsRoutes(router, openApi, protectDocs ? [caller, requireGrant()] : []);
+  docsRoutes(router, openApi, protectDocs ? [caller, requireGrant()] : [shed]);
   // Keyed by the principal, so it runs in the v1 routes right after authentication.
   const limit = config.rateLimitPerSecond === undefined ? undefined : rateLimit({ perSecond: config.rateLimitPerSecond });
-  v1Routes(router, service, { maxBodyBytes: config.maxBodyBytes, authenticate: caller, rateLimit: limit });
+  v1Routes(router, service, {
+    maxBodyBytes: config.maxBodyBytes,
+    minBodyBytesPerSecond: config.minBodyBytesPerSecond ?? DEFAULT_MIN_BODY_BYTES_PER_SECOND,
+    authenticate: caller,
+    rateLimit: limit,
+  });
   if (servesMetrics) metricsRoutes(router, metrics.registry);
 
   const app = new Koa<AppState>();
@@ -85,7 +103,6 @@ export function createApp({ config, store, logger, metrics = createMetrics(), dr
   // counted and logged once.
   app.use(requestTelemetry({ logger, metrics }));
   app.use(problemResponder());
-  app.use(loadShedding({ maxInflight: config.maxInflight, exempt: isOperationsPath }));
   app.use(router.routes());
   app.use(router.allowedMethods());
   logKoaErrors(app, logger);

@@ -15,6 +15,18 @@ export interface Credential {
 }
 
 /**
+ * CheckGate runs a credential check that costs real work (a token's signature), or refuses to:
+ * the caller bounds how many run at once. Cheap checks (an API key, a token seen before) do not
+ * pass through it.
+ */
+export type CheckGate = <T>(check: () => Promise<T>) => Promise<T>;
+
+export interface AuthenticateCallOptions {
+  /** Where expensive checks run; without it they run at once. */
+  readonly gate?: CheckGate;
+}
+
+/**
  * Authenticator turns a request's credential into the Caller it proves. One per process; it
  * owns the timers that reload the access files and refresh the signing keys.
  */
@@ -25,7 +37,7 @@ export interface Authenticator {
    * Resolves to the caller, or rejects with an AuthenticationError (401), or with
    * BACKEND_UNAVAILABLE (503) when the token issuer's keys cannot be had.
    */
-  authenticate(credential: Credential | undefined): Promise<Caller>;
+  authenticate(credential: Credential | undefined, options?: AuthenticateCallOptions): Promise<Caller>;
   /** Fetches what checking needs (the OIDC keys) now rather than on the first request, logging how it went. Never rejects. */
   warmUp(): Promise<void>;
   /** Stops the background work (file reloads, key refreshes). */
@@ -106,7 +118,7 @@ export function openAuthenticator(config: AuthConfig, options: AuthenticatorOpti
   const missingCredential = missingDetail(config.modes);
   return {
     modes: config.modes,
-    async authenticate(credential) {
+    async authenticate(credential, callOptions = {}) {
       if (credential === undefined) throw new AuthenticationError(missingCredential, { reason: 'no credential' });
       if (credential.via === 'apiKey' && apiKeys === undefined) {
         throw new AuthenticationError('API keys are not accepted here; send a bearer token.', {
@@ -122,7 +134,7 @@ export function openAuthenticator(config: AuthConfig, options: AuthenticatorOpti
         }
       }
       if (verifier === undefined || grants === undefined) throw new Error('no way to check the credential');
-      return tokenCaller(await verifier.verify(credential.value), grants.value);
+      return tokenCaller(await verifier.verify(credential.value, callOptions.gate), grants.value);
     },
     async warmUp() {
       await verifier?.warmUp();

@@ -20,8 +20,8 @@ export interface OpenApiOptions {
 }
 
 const PROBLEM_JSON = 'application/problem+json';
-/** Codes any path but the probes may answer when the service sheds load (the v1 operations list theirs). */
-const SHED_ERRORS: readonly ErrorCode[] = ['OVERLOADED'];
+/** Codes the documentation may answer when the service sheds load (the v1 operations list theirs). */
+const SHED_ERRORS: readonly ErrorCode[] = ['RATE_LIMITED', 'OVERLOADED'];
 const ref = (kind: string, name: string) => ({ $ref: `#/components/${kind}/${name}` });
 // joi-to-json is CommonJS (module.exports = parse) and its types say otherwise; it takes a schema instance.
 const parse = joiToJson as unknown as (schema: Joi.Schema, mode: 'open-api-3.1') => JsonObject;
@@ -143,7 +143,7 @@ export function buildOpenApiDocument(options: OpenApiOptions): JsonObject {
       parameters: [{ name: 'type', in: 'path', required: true, schema: { type: 'string' }, example: 'table-not-found' }],
       responses: {
         200: { description: 'The problem type.', content: { 'application/json': { schema: ref('schemas', 'ProblemType') } } },
-        ...problemResponses(['ROUTE_NOT_FOUND', ...SHED_ERRORS]),
+        ...problemResponses(['ROUTE_NOT_FOUND']),
       },
     },
   };

@@ -1,4 +1,4 @@
-import { Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
 /**
  * Seconds. prom-client's default buckets start at 5 ms; a Bigtable read near its data answers in
@@ -19,6 +19,8 @@ export interface Metrics {
   /** From the first byte of the request to the last of the response, by route template. */
   readonly httpRequestDuration: Histogram<'method' | 'route' | 'status_code'>;
   readonly httpRequestsInFlight: Gauge;
+  /** Requests refused to keep the service available, by the bound that refused them (`limit`). */
+  readonly httpRequestsShed: Counter<'limit'>;
   /** Each DataStore call, by store type, operation and outcome (StoreError code or OK). */
   readonly storeOperationDuration: Histogram<'store' | 'operation' | 'code'>;
 }
@@ -37,6 +39,15 @@ export function createMetrics(): Metrics {
     help: 'HTTP requests received and not yet answered.',
     registers: [own],
   });
+  const httpRequestsShed = new Counter({
+    name: 'kvcrud_http_requests_shed_total',
+    help:
+      'HTTP requests refused to keep the service available, by the bound that refused them: inflight (MAX_INFLIGHT), ' +
+      'inflight_per_caller (MAX_INFLIGHT_PER_CALLER), credential_checks (MAX_INFLIGHT_UNAUTHENTICATED), ' +
+      'body_rate (MIN_BODY_BYTES_PER_SECOND), rate_limit (RATE_LIMIT_PER_SECOND).',
+    labelNames: ['limit'] as const,
+    registers: [own],
+  });
   const storeOperationDuration = new Histogram({
     name: 'kvcrud_store_operation_duration_seconds',
     help: 'Data store operations by store type, operation and outcome code (OK or the StoreError code), retries included.',
@@ -48,6 +59,7 @@ export function createMetrics(): Metrics {
     registry: Registry.merge([own, processRegistry()]),
     httpRequestDuration,
     httpRequestsInFlight,
+    httpRequestsShed,
     storeOperationDuration,
   };
 }

@@ -24,6 +24,10 @@ export interface TestAppOptions {
   readonly maxBodyBytes?: number;
   readonly storeTimeoutMs?: number;
   readonly maxInflight?: number;
+  readonly maxInflightPerCaller?: number;
+  readonly maxInflightUnauthenticated?: number;
+  /** MIN_BODY_BYTES_PER_SECOND; the service's default (16 KiB/s) when left out. */
+  readonly minBodyBytesPerSecond?: number;
   readonly rateLimitPerSecond?: number;
   /** Shorter server timeouts, for tests of slow clients. */
   readonly serverLimits?: Partial<ServerLimits>;
@@ -89,6 +93,9 @@ export async function startTestApp(options: TestAppOptions): Promise<TestApp> {
       maxBodyBytes: options.maxBodyBytes ?? 10 * 1024 * 1024,
       storeTimeoutMs: options.storeTimeoutMs ?? 5000,
       maxInflight: options.maxInflight ?? 256,
+      ...(options.maxInflightPerCaller === undefined ? {} : { maxInflightPerCaller: options.maxInflightPerCaller }),
+      ...(options.maxInflightUnauthenticated === undefined ? {} : { maxInflightUnauthenticated: options.maxInflightUnauthenticated }),
+      ...(options.minBodyBytesPerSecond === undefined ? {} : { minBodyBytesPerSecond: options.minBodyBytesPerSecond }),
       rateLimitPerSecond: options.rateLimitPerSecond,
     },
     store,

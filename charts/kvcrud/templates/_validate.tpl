@@ -37,6 +37,9 @@ fails once, listing every problem, so one `helm install` tells the whole story.
     {{- $problems = append $problems "credentials.existingSecret only applies to dataStore=bigtable" }}
   {{- end }}
 {{- end }}
+{{- if gt (int64 $v.config.maxInflightPerCaller) (int64 $v.config.maxInflight) }}
+  {{- $problems = append $problems (printf "config.maxInflightPerCaller (%d) is above config.maxInflight (%d): one caller cannot have more requests in flight than the pod takes" (int64 $v.config.maxInflightPerCaller) (int64 $v.config.maxInflight)) }}
+{{- end }}
 {{- if and (not $v.serviceAccount.create) $v.serviceAccount.annotations }}
   {{- $problems = append $problems "serviceAccount.annotations only apply when serviceAccount.create is true (annotate your own ServiceAccount instead)" }}
 {{- end }}

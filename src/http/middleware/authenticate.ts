@@ -1,8 +1,10 @@
 import type { Context, Middleware } from 'koa';
 import type { Logger } from 'pino';
-import type { Authenticator, Credential } from '../../auth/authenticator.ts';
+import type { Authenticator, CheckGate, Credential } from '../../auth/authenticator.ts';
 import { AuthenticationError, type ChallengeError } from '../../auth/errors.ts';
+import { ApiError } from '../../service/errors.ts';
 import type { AppState } from '../app-state.ts';
+import type { InflightLimits } from '../inflight-limits.ts';
 
 /** The realm of the WWW-Authenticate challenge. */
 export const REALM = 'kvcrud';
@@ -11,18 +13,28 @@ export const REALM = 'kvcrud';
 const CREDENTIAL = /^[\x21-\x7e]{1,8192}$/;
 const BEARER = /^Bearer +(.*)$/i;
 
+export interface AuthenticateOptions {
+  /**
+   * Bounds the credential checks that cost real work (a token's signature, checked the first time
+   * the token is seen), in total and per client address, so that a flood of forged tokens cannot
+   * take the service's CPU from the callers it knows. Past a bound: 503 OVERLOADED.
+   */
+  readonly checks?: InflightLimits;
+}
+
 /**
  * authenticate establishes who makes the request, before anything else about it is looked at:
  * an unauthenticated caller learns nothing, not even whether an instance exists. It sets
  * ctx.state.caller and ctx.state.principal, or answers 401 UNAUTHENTICATED with a
  * `WWW-Authenticate: Bearer` challenge (RFC 6750) and logs why (never the credential).
  */
-export function authenticate(authenticator: Authenticator, logger: Logger): Middleware<AppState> {
+export function authenticate(authenticator: Authenticator, logger: Logger, options: AuthenticateOptions = {}): Middleware<AppState> {
+  const { checks } = options;
   return async (ctx, next) => {
     try {
       // With AUTH_MODE none nothing is read: headers that were ignored before stay ignored.
       const credential = authenticator.modes.length === 0 ? undefined : credentialOf(ctx);
-      const caller = await authenticator.authenticate(credential);
+      const caller = await authenticator.authenticate(credential, checks === undefined ? {} : { gate: checkGate(ctx, checks) });
       ctx.state.caller = caller;
       ctx.state.principal = caller.name;
     } catch (error) {
@@ -36,6 +48,22 @@ export function authenticate(authenticator: Authenticator, logger: Logger): Midd
       throw error;
     }
     await next();
+  };
+}
+
+/** Runs an expensive credential check within the bounds of `checks`, counted against the client's address. */
+function checkGate(ctx: Context & { state: AppState }, checks: InflightLimits): CheckGate {
+  return async (check) => {
+    const key = ctx.ip;
+    if (checks.acquire(key) !== undefined) {
+      ctx.state.shedBy = 'credential_checks';
+      throw new ApiError('OVERLOADED', 'The service is checking as many new credentials as it takes. Retry shortly.');
+    }
+    try {
+      return await check();
+    } finally {
+      checks.release(key);
+    }
   };
 }
 

@@ -53,7 +53,7 @@ export const COMMON_ERRORS: readonly ErrorCode[] = [
   'INTERNAL',
 ];
 /** Codes any operation with a JSON body may answer with. */
-export const BODY_ERRORS: readonly ErrorCode[] = ['MALFORMED_JSON', 'UNSUPPORTED_MEDIA_TYPE', 'PAYLOAD_TOO_LARGE'];
+export const BODY_ERRORS: readonly ErrorCode[] = ['MALFORMED_JSON', 'UNSUPPORTED_MEDIA_TYPE', 'PAYLOAD_TOO_LARGE', 'REQUEST_TIMEOUT'];
 
 export const V1_OPERATIONS: readonly Operation[] = [
   {
@@ -123,17 +123,22 @@ export function operationErrors(operation: Operation): ErrorCode[] {
 export const AUTH_ERRORS: readonly ErrorCode[] = ['UNAUTHENTICATED', 'PERMISSION_DENIED'];
 
 /**
- * v1Routes serves V1_OPERATIONS. For each request: the caller is authenticated first (401), then
- * rate limited if configured (429), then authorized for the operation on the instance (403), then the instance is checked (404), then
+ * v1Routes serves V1_OPERATIONS. For each request: the caller is authenticated first (401) and
+ * counted against the in-flight bounds (`authenticate` does both), then rate limited if configured (429), then authorized for the operation on the instance (403), then the instance is checked (404), then
  * the body's media type and size, then the input against the schema, and only then is the
  * service called. Nothing about a request is looked at for a caller who may not make it.
  */
 export function v1Routes(
   router: Router<AppState>,
   service: TableService,
-  options: { maxBodyBytes: number; authenticate: Middleware<AppState>; rateLimit?: Middleware<AppState> | undefined },
+  options: {
+    maxBodyBytes: number;
+    minBodyBytesPerSecond?: number;
+    authenticate: Middleware<AppState>;
+    rateLimit?: Middleware<AppState> | undefined;
+  },
 ): void {
-  const body = jsonBody({ limitBytes: options.maxBodyBytes });
+  const body = jsonBody({ limitBytes: options.maxBodyBytes, minBytesPerSecond: options.minBodyBytesPerSecond ?? 0 });
   // The service checks the instance too; this runs it before the body is read and validated.
   const servedInstance: RouterMiddleware<AppState> = (ctx, next) => {
     service.requireInstance(ctx.params['instanceID'] ?? '');
