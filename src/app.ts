@@ -17,6 +17,7 @@ import { rateLimit } from './http/middleware/rate-limit.ts';
 import { requestId } from './http/middleware/request-id.ts';
 import { requestTelemetry } from './http/middleware/request-telemetry.ts';
 import { buildOpenApiDocument } from './http/openapi.ts';
+import { openApiDocuments } from './http/openapi-documents.ts';
 import { docsRoutes } from './http/routes/docs.ts';
 import { healthRoutes } from './http/routes/health.ts';
 import { metricsRoutes } from './http/routes/metrics.ts';
@@ -61,12 +62,11 @@ export function createApp({ config, store, logger, metrics = createMetrics(), dr
   const service = new TableService({ store: observedStore, instanceIds: config.instanceIds, storeTimeoutMs: config.storeTimeoutMs });
   const servesMetrics = config.metricsPort === undefined;
   const { authenticator, protectDocs } = auth ?? { authenticator: NO_AUTHENTICATION, protectDocs: false };
-  const openApi = buildOpenApiDocument({
-    version: VERSION,
-    instanceIds: config.instanceIds,
-    maxBodyBytes: config.maxBodyBytes,
-    auth: { modes: authenticator.modes, protectDocs },
-    servesMetrics,
+  const openApi = openApiDocuments({
+    served: config.instanceIds,
+    authenticated: authenticator.modes.length > 0,
+    build: (instanceIds) =>
+      buildOpenApiDocument({ version: VERSION, instanceIds, maxBodyBytes: config.maxBodyBytes, auth: { modes: authenticator.modes, protectDocs }, servesMetrics }),
   });
   // A request counts against MAX_INFLIGHT and its caller's share only once authenticated; until
   // then only the (smaller) budget of credential checks bounds it, and only if its check is costly.

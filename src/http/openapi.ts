@@ -11,6 +11,10 @@ type JsonObject = Record<string, unknown>;
 
 export interface OpenApiOptions {
   readonly version: string;
+  /**
+   * The instances the document names: with authentication on, only those its reader may use
+   * (see documentedInstances); none for a reader without a credential.
+   */
   readonly instanceIds: readonly string[];
   readonly maxBodyBytes: number;
   /** How callers authenticate; without it (or with no modes) every caller is admin. */
@@ -170,9 +174,9 @@ export function buildOpenApiDocument(options: OpenApiOptions): JsonObject {
           name: 'instanceID',
           in: 'path',
           required: true,
-          description: `A served instance: ${options.instanceIds.map((id) => `\`${id}\``).join(', ')}.`,
+          description: instanceDescription(options.instanceIds, authenticated),
           schema: { type: 'string' },
-          example: options.instanceIds[0],
+          ...(options.instanceIds[0] === undefined ? {} : { example: options.instanceIds[0] }),
         },
       },
       headers: {
@@ -189,6 +193,25 @@ export function buildOpenApiDocument(options: OpenApiOptions): JsonObject {
       ...(authenticated ? { securitySchemes: securitySchemes(modes) } : {}),
     },
   };
+}
+
+function instanceDescription(named: readonly string[], authenticated: boolean): string {
+  const list = named.map((id) => `\`${id}\``).join(', ');
+  if (!authenticated) return `A served instance: ${list}.`;
+  if (named.length === 0) {
+    return 'An instance this service serves. This document names only the instances its reader may use, and so none to a reader without a credential: ask the operators which you may use.';
+  }
+  return `An instance this service serves. Of them, you may use: ${list}.`;
+}
+
+/**
+ * documentedInstances is what the OpenAPI document may name to a reader: every served instance
+ * when every caller may use them all (no authentication), else those the reader's grants cover
+ * (none without a credential), so the document never tells anyone more than they may use.
+ */
+export function documentedInstances(served: readonly string[], authenticated: boolean, mayUse: ((instance: string) => boolean) | undefined): string[] {
+  if (!authenticated) return [...served];
+  return mayUse === undefined ? [] : served.filter(mayUse);
 }
 
 function securitySchemes(modes: readonly AuthMode[]): JsonObject {

@@ -79,3 +79,51 @@ describe('the OpenAPI document with authentication on', () => {
     }
   });
 });
+
+describe('which instances the OpenAPI document names', () => {
+  const files = tempDirectory();
+  after(() => files.remove());
+  const keys: Record<string, KeyEntry> = {};
+  const app = useTestApp({
+    instanceCount: 3,
+    auth: (instances) => {
+      keys['one'] = { name: 'one', key: newApiKey(), role: 'reader', instances: [instances[1] ?? ''] };
+      keys['all'] = { name: 'all', key: newApiKey(), role: 'admin', instances: ['*'] };
+      keys['elsewhere'] = { name: 'elsewhere', key: newApiKey(), role: 'admin', instances: ['not-served-here'] };
+      const apiKeysFile = join(files.path, 'keys.json');
+      writeFileSync(apiKeysFile, keysFile(Object.values(keys)));
+      return { config: { modes: ['apikey'], apiKeysFile, protectDocs: true }, docsHeaders: { 'x-api-key': keys['all']?.key ?? '' } };
+    },
+  });
+  const namedIn = async (key: string) => {
+    const text = JSON.stringify((await app().api.as({ 'x-api-key': key }).get('/openapi.json')).body);
+    return app().instances.filter((instance) => text.includes(instance));
+  };
+
+  it('names to each caller only the served instances its grants cover', async () => {
+    expect(await namedIn(keys['one']?.key ?? '')).to.deep.equal([app().instances[1]]);
+    expect(await namedIn(keys['all']?.key ?? '')).to.deep.equal(app().instances);
+    expect(await namedIn(keys['elsewhere']?.key ?? '')).to.deep.equal([]);
+  });
+});
+
+describe('the OpenAPI document open to all with authentication on', () => {
+  const files = tempDirectory();
+  after(() => files.remove());
+  const app = useTestApp({
+    instanceCount: 2,
+    auth: () => {
+      const apiKeysFile = join(files.path, 'keys.json');
+      writeFileSync(apiKeysFile, keysFile([]));
+      return { config: { modes: ['apikey'], apiKeysFile, protectDocs: false } };
+    },
+  });
+
+  it('names no instance: a caller without a credential learns nothing about which exist', async () => {
+    const response = await app().api.get('/openapi.json');
+    expect(response.status).to.equal(200);
+    const text = JSON.stringify(response.body);
+    for (const instance of app().instances) expect(text).to.not.contain(instance);
+    expect(response.body.components.parameters.instanceID).to.not.have.property('example');
+  });
+});
