@@ -94,7 +94,9 @@ export function createApp({ config, store, logger, metrics = createMetrics(), dr
     authenticate: caller,
     rateLimit: limit,
   });
-  if (servesMetrics) metricsRoutes(router, metrics.registry);
+  // On the API's port the metrics need a credential when callers authenticate (the scrape is not
+  // counted against the slots, so it still answers under overload); on METRICS_PORT they need none.
+  if (servesMetrics) metricsRoutes(router, metrics.registry, authenticator.modes.length > 0 ? [identify, requireGrant()] : []);
 
   const app = new Koa<AppState>();
   app.use(closeWhenDraining(drain));

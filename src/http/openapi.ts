@@ -104,13 +104,21 @@ export function buildOpenApiDocument(options: OpenApiOptions): JsonObject {
   // With oidc, checking a token can find the issuer's keys unavailable (503).
   const docsErrors: ErrorCode[] = protectDocs ? [...AUTH_ERRORS, ...(modes.includes('oidc') ? ['BACKEND_UNAVAILABLE' as const] : [])] : [];
   if (options.servesMetrics === true) {
+    // With authentication on, the metrics on the API's port need a credential (any grant).
+    const metricsErrors: ErrorCode[] = authenticated ? [...AUTH_ERRORS, ...(modes.includes('oidc') ? ['BACKEND_UNAVAILABLE' as const, 'OVERLOADED' as const] : [])] : [];
     paths['/metrics'] = {
       get: {
         operationId: 'metrics',
         tags: ['operations'],
         summary: 'Prometheus metrics',
-        description: 'The metrics of this process in the Prometheus text format; the README lists them.',
-        responses: { 200: { description: 'The metrics.', content: { 'text/plain': { schema: { type: 'string' } } } } },
+        description: authenticated
+          ? 'The metrics of this process in the Prometheus text format; the README lists them. On the API port they need a credential with a grant; METRICS_PORT serves them on a listener of its own, without one.'
+          : 'The metrics of this process in the Prometheus text format; the README lists them.',
+        ...guarded(authenticated),
+        responses: {
+          200: { description: 'The metrics.', content: { 'text/plain': { schema: { type: 'string' } } } },
+          ...problemResponses(metricsErrors),
+        },
       },
     };
   }

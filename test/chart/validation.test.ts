@@ -52,6 +52,12 @@ describe('the Helm chart refuses invalid values', function () {
       problems: [/^podDisruptionBudget\.minAvailable would block every eviction of the embedded store's single pod: use maxUnavailable$/],
     },
     {
+      name: 'scrapers of the http port when /metrics there needs a credential',
+      valuesFiles: ['ci/default-values.yaml'],
+      set: { 'metrics.port': null, 'serviceMonitor.enabled': true },
+      problems: [/^serviceMonitor and podMonitoring need metrics\.port when auth\.mode is not none: on the http port \/metrics needs a credential, which the scrapers do not send$/],
+    },
+    {
       name: 'a share per caller above what the pod takes',
       valuesFiles: ['ci/default-values.yaml'],
       set: { 'config.maxInflight': 8, 'config.maxInflightPerCaller': 9 },

@@ -122,6 +122,9 @@ without an endpoint (the SDK is not even loaded then). */}}
   {{- if $v.networkPolicy.metricsFrom }}
     {{- $problems = append $problems "networkPolicy.metricsFrom needs metrics.port: with /metrics on the http port, the scraper must be in networkPolicy.ingressFrom" }}
   {{- end }}
+  {{- if and (or $v.serviceMonitor.enabled $v.podMonitoring.enabled) (ne (include "kvcrud.authModes" .) "none") }}
+    {{- $problems = append $problems "serviceMonitor and podMonitoring need metrics.port when auth.mode is not none: on the http port /metrics needs a credential, which the scrapers do not send" }}
+  {{- end }}
 {{- end }}
 {{- $tracing := $v.tracing }}
 {{- if not (include "kvcrud.tracingOn" .) }}
