@@ -10,7 +10,7 @@ import { isStoreError } from './store/errors.ts';
 import { openStore } from './store/open-store.ts';
 import type { DataStore } from './store/legacy-store.ts';
 import { createLogger } from './telemetry/logger.ts';
-import { createMetrics } from './telemetry/metrics.ts';
+import { accessFileChecks, createMetrics } from './telemetry/metrics.ts';
 import { flushTracing } from './telemetry/tracing.ts';
 
 /** Exit status for invalid configuration (EX_CONFIG in sysexits.h). */
@@ -30,10 +30,11 @@ try {
 }
 const logger = createLogger(config.logLevel);
 
+const metrics = createMetrics();
 let authenticator: Authenticator;
 try {
   // Reads the keys and grants files: an invalid one is a configuration error too.
-  authenticator = openAuthenticator(config.auth, { logger, instanceIds: config.instanceIds });
+  authenticator = openAuthenticator(config.auth, { logger, instanceIds: config.instanceIds, onFileCheck: accessFileChecks(metrics) });
 } catch (error) {
   exitOnConfigError(error);
 }
@@ -47,7 +48,6 @@ try {
   process.exit(1);
 }
 const drain = new DrainState();
-const metrics = createMetrics();
 const server = createHttpServer(
   createApp({ config, store, logger, metrics, drain, auth: { authenticator, protectDocs: config.auth.protectDocs } }),
 ).listen(config.port);

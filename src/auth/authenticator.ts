@@ -5,7 +5,7 @@ import { type ApiKeyEntry, type SubjectGrant, parseApiKeysFile, parseGrantsFile,
 import { findApiKeyHolder } from './api-keys.ts';
 import { AuthenticationError, NOT_ACCEPTED } from './errors.ts';
 import { DEFAULT_OIDC_TIMING, OidcVerifier, type OidcTiming } from './oidc.ts';
-import { ReloadingFile } from './reloading-file.ts';
+import { type FileCheckOutcome, ReloadingFile } from './reloading-file.ts';
 
 /** A credential as the request carried it. */
 export interface Credential {
@@ -50,6 +50,8 @@ export interface AuthenticatorOptions {
   readonly instanceIds: readonly string[];
   /** How often the keys and grants files are read again for changes. */
   readonly reloadIntervalMs?: number;
+  /** Told what each read of the keys or grants file found, by its variable (for the metrics). */
+  readonly onFileCheck?: (variable: string, outcome: FileCheckOutcome) => void;
   readonly oidcTiming?: OidcTiming;
 }
 
@@ -82,6 +84,11 @@ export function openAuthenticator(config: AuthConfig, options: AuthenticatorOpti
     if (unserved.length > 0) logger.warn({ file: variable, instances: unserved }, `${variable} names instances this service does not serve`);
   };
 
+  const fileChecks = (variable: string) => {
+    const report = options.onFileCheck;
+    return report === undefined ? {} : { onCheck: (outcome: FileCheckOutcome) => report(variable, outcome) };
+  };
+
   let apiKeys: ReloadingFile<ApiKeyEntry[]> | undefined;
   let grants: ReloadingFile<SubjectGrant[]> | undefined;
   let verifier: OidcVerifier | undefined;
@@ -95,6 +102,7 @@ export function openAuthenticator(config: AuthConfig, options: AuthenticatorOpti
         logger,
         onLoad: warnUnserved('AUTH_API_KEYS_FILE'),
         summarize: (keys) => ({ keys: keys.length }),
+        ...fileChecks('AUTH_API_KEYS_FILE'),
       });
     }
     if (config.oidc !== undefined) {
@@ -106,6 +114,7 @@ export function openAuthenticator(config: AuthConfig, options: AuthenticatorOpti
         logger,
         onLoad: warnUnserved('AUTH_OIDC_GRANTS_FILE'),
         summarize: (entries) => ({ grants: entries.length }),
+        ...fileChecks('AUTH_OIDC_GRANTS_FILE'),
       });
       verifier = new OidcVerifier(oidcSettings(config.oidc), logger, options.oidcTiming ?? DEFAULT_OIDC_TIMING);
     }

@@ -21,6 +21,10 @@ export interface Metrics {
   readonly httpRequestsInFlight: Gauge;
   /** Requests refused to keep the service available, by the bound that refused them (`limit`). */
   readonly httpRequestsShed: Counter<'limit'>;
+  /** When each access file (by its variable) was last read and found valid, in seconds since the epoch. */
+  readonly accessFileLastSuccess: Gauge<'file'>;
+  /** Reads of an access file that found it unreadable or invalid (the last valid content stayed in force). */
+  readonly accessFileFailures: Counter<'file' | 'reason'>;
   /** Each DataStore call, by store type, operation and outcome (StoreError code or OK). */
   readonly storeOperationDuration: Histogram<'store' | 'operation' | 'code'>;
 }
@@ -48,6 +52,18 @@ export function createMetrics(): Metrics {
     labelNames: ['limit'] as const,
     registers: [own],
   });
+  const accessFileLastSuccess = new Gauge({
+    name: 'kvcrud_access_file_last_success_timestamp_seconds',
+    help: 'When the keys or grants file (by its variable) was last read and found valid, so that its content is the one in force.',
+    labelNames: ['file'] as const,
+    registers: [own],
+  });
+  const accessFileFailures = new Counter({
+    name: 'kvcrud_access_file_failures_total',
+    help: 'Reads of the keys or grants file that found it unreadable or invalid; the last valid content stayed in force.',
+    labelNames: ['file', 'reason'] as const,
+    registers: [own],
+  });
   const storeOperationDuration = new Histogram({
     name: 'kvcrud_store_operation_duration_seconds',
     help: 'Data store operations by store type, operation and outcome code (OK or the StoreError code), retries included.',
@@ -60,6 +76,8 @@ export function createMetrics(): Metrics {
     httpRequestDuration,
     httpRequestsInFlight,
     httpRequestsShed,
+    accessFileLastSuccess,
+    accessFileFailures,
     storeOperationDuration,
   };
 }
@@ -77,4 +95,12 @@ function processRegistry(): Registry {
     collectDefaultMetrics({ register: processMetrics });
   }
   return processMetrics;
+}
+
+/** accessFileChecks records what each read of an access file found (see ReloadingFile's onCheck). */
+export function accessFileChecks(metrics: Pick<Metrics, 'accessFileLastSuccess' | 'accessFileFailures'>): (file: string, outcome: 'valid' | 'unreadable' | 'invalid') => void {
+  return (file, outcome) => {
+    if (outcome === 'valid') metrics.accessFileLastSuccess.set({ file }, Date.now() / 1000);
+    else metrics.accessFileFailures.inc({ file, reason: outcome });
+  };
 }

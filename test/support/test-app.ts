@@ -9,6 +9,7 @@ import { type ServerLimits, createHttpServer } from '../../src/http/http-server.
 import { BigtableStore } from '../../src/store/bigtable/bigtable-store.ts';
 import type { DataStore } from '../../src/store/legacy-store.ts';
 import { createLogger } from '../../src/telemetry/logger.ts';
+import { accessFileChecks, createMetrics } from '../../src/telemetry/metrics.ts';
 import { ApiClient } from './api-client.ts';
 import { type HarnessFactory, type StoreCapabilities, type StoreHarness, TEST_PROJECT, bigtableHarness } from './stores.ts';
 
@@ -78,11 +79,13 @@ export async function startTestApp(options: TestAppOptions): Promise<TestApp> {
     : new BigtableStore({ projectId: TEST_PROJECT, instanceIds: instances, emulatorHost: options.emulatorHost ?? '' });
   const store = options.wrapStore ? options.wrapStore(real) : real;
   const auth = options.auth?.(instances);
+  const metrics = createMetrics();
   let authenticator: Authenticator | undefined;
   if (auth !== undefined) {
     authenticator = openAuthenticator(auth.config, {
       logger,
       instanceIds: instances,
+      onFileCheck: accessFileChecks(metrics),
       ...(auth.reloadIntervalMs === undefined ? {} : { reloadIntervalMs: auth.reloadIntervalMs }),
       ...(auth.oidcTiming === undefined ? {} : { oidcTiming: auth.oidcTiming }),
     });
@@ -100,6 +103,7 @@ export async function startTestApp(options: TestAppOptions): Promise<TestApp> {
     },
     store,
     logger,
+    metrics,
     ...(authenticator === undefined ? {} : { auth: { authenticator, protectDocs: auth?.config.protectDocs ?? false } }),
   });
   const server: Server = await new Promise((resolve) => {
