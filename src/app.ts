@@ -1,12 +1,13 @@
 import { readFileSync } from 'node:fs';
 import { Router } from '@koa/router';
 import { trace } from '@opentelemetry/api';
-import Koa from 'koa';
+import Koa, { type Middleware } from 'koa';
 import type { Logger } from 'pino';
 import { type Authenticator, NO_AUTHENTICATION } from './auth/authenticator.ts';
-import type { Config } from './config.ts';
+import { type Config, DEFAULT_INFLIGHT_UNAUTHENTICATED, DEFAULT_MIN_BODY_BYTES_PER_SECOND, defaultInflightPerCaller } from './config.ts';
 import type { AppState } from './http/app-state.ts';
 import { DrainState } from './http/drain-state.ts';
+import { InflightLimits } from './http/inflight-limits.ts';
 import { authenticate } from './http/middleware/authenticate.ts';
 import { requireGrant } from './http/middleware/authorize.ts';
 import { closeWhenDraining } from './http/middleware/close-when-draining.ts';
@@ -16,6 +17,7 @@ import { rateLimit } from './http/middleware/rate-limit.ts';
 import { requestId } from './http/middleware/request-id.ts';
 import { requestTelemetry } from './http/middleware/request-telemetry.ts';
 import { buildOpenApiDocument } from './http/openapi.ts';
+import { openApiDocuments } from './http/openapi-documents.ts';
 import { docsRoutes } from './http/routes/docs.ts';
 import { healthRoutes } from './http/routes/health.ts';
 import { metricsRoutes } from './http/routes/metrics.ts';
@@ -31,10 +33,14 @@ import { type StoreInstrumentation, instrumentStores } from './store/instrumente
 import type { StoreSet } from './store/store-set.ts';
 import { type Metrics, createMetrics } from './telemetry/metrics.ts';
 
+/** One client address may take this share of the credential-check budget (MAX_INFLIGHT_UNAUTHENTICATED / 4). */
+const CHECKS_SHARE_PER_ADDRESS = 4;
+
 const VERSION = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 
 export interface AppDeps {
-  readonly config: Pick<Config, 'maxBodyBytes' | 'storeTimeoutMs' | 'maxInflight' | 'rateLimitPerSecond' | 'metricsPort'>;
+  readonly config: Pick<Config, 'maxBodyBytes' | 'storeTimeoutMs' | 'maxInflight' | 'rateLimitPerSecond' | 'metricsPort'> &
+    Partial<Pick<Config, 'maxInflightPerCaller' | 'maxInflightUnauthenticated' | 'minBodyBytesPerSecond'>>;
   /**
    * The stores as the drivers opened them (openStores); the app measures, traces and
    * deadline-checks every call to them. The default store serves v1.
@@ -53,11 +59,6 @@ export interface AppDeps {
   readonly auth?: { readonly authenticator: Authenticator; readonly protectDocs: boolean };
 }
 
-// Probes and the metrics scrape are never shed (nor rate limited: only v1 routes are): an
-// overloaded pod is alive, and its metrics are what shows the overload.
-const OPERATIONS_PATHS: ReadonlySet<string> = new Set(['/healthz', '/readyz', '/metrics']);
-const isOperationsPath = (path: string): boolean => OPERATIONS_PATHS.has(path);
-
 /**
  * createApp wires the service: HTTP middleware and routes in front of the TableService, in front
  * of the stores it is given. The only place that knows all the layers.
@@ -74,26 +75,52 @@ export function createApp({ config, stores: opened, logger, metrics = createMetr
   };
   const servesMetrics = config.metricsPort === undefined;
   const { authenticator, protectDocs } = auth ?? { authenticator: NO_AUTHENTICATION, protectDocs: false };
-  const openApi = buildOpenApiDocument({
-    version: VERSION,
-    operations: API_OPERATIONS,
-    commonErrors: COMMON_ERRORS,
-    stores: [stores.default, ...stores.all.filter((named) => named !== stores.default)],
-    maxBodyBytes: config.maxBodyBytes,
-    auth: { modes: authenticator.modes, protectDocs },
-    servesMetrics,
+  const openApi = openApiDocuments({
+    served: stores,
+    authenticated: authenticator.modes.length > 0,
+    build: (documented) =>
+      buildOpenApiDocument({
+        version: VERSION,
+        operations: API_OPERATIONS,
+        commonErrors: COMMON_ERRORS,
+        stores: documented,
+        maxBodyBytes: config.maxBodyBytes,
+        auth: { modes: authenticator.modes, protectDocs },
+        servesMetrics,
+      }),
   });
-  const caller = authenticate(authenticator, logger);
+  // A request counts against MAX_INFLIGHT and its caller's share only once authenticated; until
+  // then only the (smaller) budget of credential checks bounds it, and only if its check is costly.
+  const inflight = new InflightLimits({ total: config.maxInflight, perKey: config.maxInflightPerCaller ?? defaultInflightPerCaller(config.maxInflight) });
+  const checksTotal = config.maxInflightUnauthenticated ?? DEFAULT_INFLIGHT_UNAUTHENTICATED;
+  const checks = new InflightLimits({ total: checksTotal, perKey: Math.ceil(checksTotal / CHECKS_SHARE_PER_ADDRESS) });
+  const identify = authenticate(authenticator, logger, { checks });
+  const shed = loadShedding(inflight);
+  const caller: Middleware<AppState> = async (ctx, next) => {
+    await identify(ctx, async () => {
+      await shed(ctx, next);
+    });
+  };
 
   const router = new Router<AppState>();
+  // The probes and the metrics scrape are never shed nor rate limited: an overloaded pod is
+  // alive, and its metrics are what shows the overload.
   healthRoutes(router, stores, drain, { storeTimeoutMs: config.storeTimeoutMs, logger });
-  docsRoutes(router, openApi, protectDocs ? [caller, requireGrant()] : []);
-  // Keyed by the principal, so it runs in the v1 routes right after authentication.
+  docsRoutes(router, openApi, protectDocs ? [caller, requireGrant()] : [shed]);
+  // Keyed by the principal, so it runs in the API's routes right after authentication.
   const limit = config.rateLimitPerSecond === undefined ? undefined : rateLimit({ perSecond: config.rateLimitPerSecond });
-  const registration = { services, maxBodyBytes: config.maxBodyBytes, authenticate: caller, rateLimit: limit };
+  const registration = {
+    services,
+    maxBodyBytes: config.maxBodyBytes,
+    minBodyBytesPerSecond: config.minBodyBytesPerSecond ?? DEFAULT_MIN_BODY_BYTES_PER_SECOND,
+    authenticate: caller,
+    rateLimit: limit,
+  };
   registerOperations(router, byTag('v1'), { ...registration, guards: v1Guards(services, stores.default.name) });
   registerOperations(router, byTag('v2'), { ...registration, guards: v2Guards(services, stores.default.name), pathParams: v2PathParams });
-  if (servesMetrics) metricsRoutes(router, metrics.registry);
+  // On the API's port the metrics need a credential when callers authenticate (the scrape is not
+  // counted against the slots, so it still answers under overload); on METRICS_PORT they need none.
+  if (servesMetrics) metricsRoutes(router, metrics.registry, authenticator.modes.length > 0 ? [identify, requireGrant()] : []);
 
   const app = new Koa<AppState>();
   app.use(closeWhenDraining(drain));
@@ -102,7 +129,6 @@ export function createApp({ config, stores: opened, logger, metrics = createMetr
   // counted and logged once.
   app.use(requestTelemetry({ logger, metrics }));
   app.use(problemResponder());
-  app.use(loadShedding({ maxInflight: config.maxInflight, exempt: isOperationsPath }));
   app.use(router.routes());
   app.use(router.allowedMethods());
   logKoaErrors(app, logger);

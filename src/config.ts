@@ -10,6 +10,12 @@ export interface Config {
   readonly storeTimeoutMs: number;
   /** Most requests handled at once; past it a request is refused with 503 OVERLOADED. */
   readonly maxInflight: number;
+  /** Most requests one caller has handled at once; past it the caller gets 429 RATE_LIMITED. */
+  readonly maxInflightPerCaller: number;
+  /** Most new credentials (tokens not seen before) checked at once; past it 503 OVERLOADED. */
+  readonly maxInflightUnauthenticated: number;
+  /** Least rate a request body must arrive at after a grace second, or 0; slower: 408 REQUEST_TIMEOUT. */
+  readonly minBodyBytesPerSecond: number;
   /** Requests per second per caller (token bucket), or undefined for no rate limit. */
   readonly rateLimitPerSecond: number | undefined;
   /**
@@ -68,6 +74,23 @@ export class ConfigError extends Error {
 
 const MIB = 1024 * 1024;
 
+/** MAX_INFLIGHT_PER_CALLER when not set: half of MAX_INFLIGHT (at least 1). */
+export function defaultInflightPerCaller(maxInflight: number): number {
+  return Math.max(1, Math.ceil(maxInflight / 2));
+}
+/**
+ * MAX_INFLIGHT_UNAUTHENTICATED when not set. A first check of a token's signature costs about
+ * 0.1-0.2 ms of CPU; 16 at once keep both cores of a pod busy, and callers reusing their token
+ * never wait on them.
+ */
+export const DEFAULT_INFLIGHT_UNAUTHENTICATED = 16;
+/**
+ * MIN_BODY_BYTES_PER_SECOND when not set: 16 KiB/s, a hundredth of a slow mobile link and far
+ * below any caller in the same region; a body at that rate holds a slot for at most the 30 s
+ * request timeout only if it is 480 KiB or more.
+ */
+export const DEFAULT_MIN_BODY_BYTES_PER_SECOND = 16 * 1024;
+
 const AUTH_MODES = ['none', 'apikey', 'oidc'];
 
 function authModeList(value: string, helpers: Joi.CustomHelpers): AuthMode[] | Joi.ErrorReport {
@@ -95,6 +118,15 @@ const envSchema = Joi.object({
   MAX_BODY_BYTES: Joi.number().integer().min(1024).max(512 * MIB).default(10 * MIB),
   STORE_TIMEOUT_MS: Joi.number().integer().min(1).max(600_000).default(5000),
   MAX_INFLIGHT: Joi.number().integer().min(1).max(1_000_000).default(256),
+  // Half of MAX_INFLIGHT by default: one caller may take half the slots, never all of them.
+  MAX_INFLIGHT_PER_CALLER: Joi.number()
+    .integer()
+    .min(1)
+    .max(Joi.ref('MAX_INFLIGHT'))
+    .default((env: { MAX_INFLIGHT: number }) => defaultInflightPerCaller(env.MAX_INFLIGHT))
+    .messages({ 'number.max': '{{#label}} must be at most MAX_INFLIGHT' }),
+  MAX_INFLIGHT_UNAUTHENTICATED: Joi.number().integer().min(1).max(1_000_000).default(DEFAULT_INFLIGHT_UNAUTHENTICATED),
+  MIN_BODY_BYTES_PER_SECOND: Joi.number().integer().min(0).max(1024 * MIB).default(DEFAULT_MIN_BODY_BYTES_PER_SECOND),
   RATE_LIMIT_PER_SECOND: Joi.number().integer().min(1).max(1_000_000),
   // The stores: STORES_FILE, or the v1 variables (DATA_STORE, INSTANCE_IDS, ...), which the
   // store drivers check (see loadStores).
@@ -150,6 +182,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     MAX_BODY_BYTES: number;
     STORE_TIMEOUT_MS: number;
     MAX_INFLIGHT: number;
+    MAX_INFLIGHT_PER_CALLER: number;
+    MAX_INFLIGHT_UNAUTHENTICATED: number;
+    MIN_BODY_BYTES_PER_SECOND: number;
     RATE_LIMIT_PER_SECOND?: number;
     SHUTDOWN_TIMEOUT_MS: number;
     LOG_LEVEL: LogLevel;
@@ -162,6 +197,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     maxBodyBytes: vars.MAX_BODY_BYTES,
     storeTimeoutMs: vars.STORE_TIMEOUT_MS,
     maxInflight: vars.MAX_INFLIGHT,
+    maxInflightPerCaller: vars.MAX_INFLIGHT_PER_CALLER,
+    maxInflightUnauthenticated: vars.MAX_INFLIGHT_UNAUTHENTICATED,
+    minBodyBytesPerSecond: vars.MIN_BODY_BYTES_PER_SECOND,
     rateLimitPerSecond: vars.RATE_LIMIT_PER_SECOND,
     instanceIds: stores.stores.default.instances,
     stores: stores.stores,

@@ -9,7 +9,7 @@ import { findDriver } from './store/drivers.ts';
 import { StoreOpenError, openStores } from './store/open-store.ts';
 import type { StoreSet } from './store/store-set.ts';
 import { createLogger } from './telemetry/logger.ts';
-import { createMetrics } from './telemetry/metrics.ts';
+import { accessFileChecks, createMetrics } from './telemetry/metrics.ts';
 import { flushTracing } from './telemetry/tracing.ts';
 
 /** Exit status for invalid configuration (EX_CONFIG in sysexits.h). */
@@ -29,10 +29,11 @@ try {
 }
 const logger = createLogger(config.logLevel);
 
+const metrics = createMetrics();
 let authenticator: Authenticator;
 try {
   // Reads the keys and grants files: an invalid one is a configuration error too.
-  authenticator = openAuthenticator(config.auth, { logger, stores: config.stores });
+  authenticator = openAuthenticator(config.auth, { logger, stores: config.stores, onFileCheck: accessFileChecks(metrics) });
 } catch (error) {
   exitOnConfigError(error);
 }
@@ -46,7 +47,6 @@ try {
   process.exit(1);
 }
 const drain = new DrainState();
-const metrics = createMetrics();
 const server = createHttpServer(
   createApp({ config, stores, logger, metrics, drain, auth: { authenticator, protectDocs: config.auth.protectDocs } }),
 ).listen(config.port);

@@ -5,13 +5,25 @@ import { type ApiKeyEntry, type SubjectGrant, parseApiKeysFile, parseGrantsFile,
 import { findApiKeyHolder } from './api-keys.ts';
 import { AuthenticationError, NOT_ACCEPTED } from './errors.ts';
 import { DEFAULT_OIDC_TIMING, OidcVerifier, type OidcTiming } from './oidc.ts';
-import { ReloadingFile } from './reloading-file.ts';
+import { type FileCheckOutcome, ReloadingFile } from './reloading-file.ts';
 
 /** A credential as the request carried it. */
 export interface Credential {
   /** `bearer`: from `Authorization: Bearer`; `apiKey`: from `X-API-Key`. */
   readonly via: 'bearer' | 'apiKey';
   readonly value: string;
+}
+
+/**
+ * CheckGate runs a credential check that costs real work (a token's signature), or refuses to:
+ * the caller bounds how many run at once. Cheap checks (an API key, a token seen before) do not
+ * pass through it.
+ */
+export type CheckGate = <T>(check: () => Promise<T>) => Promise<T>;
+
+export interface AuthenticateCallOptions {
+  /** Where expensive checks run; without it they run at once. */
+  readonly gate?: CheckGate;
 }
 
 /**
@@ -25,7 +37,7 @@ export interface Authenticator {
    * Resolves to the caller, or rejects with an AuthenticationError (401), or with
    * BACKEND_UNAVAILABLE (503) when the token issuer's keys cannot be had.
    */
-  authenticate(credential: Credential | undefined): Promise<Caller>;
+  authenticate(credential: Credential | undefined, options?: AuthenticateCallOptions): Promise<Caller>;
   /** Fetches what checking needs (the OIDC keys) now rather than on the first request, logging how it went. Never rejects. */
   warmUp(): Promise<void>;
   /** Stops the background work (file reloads, key refreshes). */
@@ -38,6 +50,8 @@ export interface AuthenticatorOptions {
   readonly stores: ServedStores;
   /** How often the keys and grants files are read again for changes. */
   readonly reloadIntervalMs?: number;
+  /** Told what each read of the keys or grants file found, by its variable (for the metrics). */
+  readonly onFileCheck?: (variable: string, outcome: FileCheckOutcome) => void;
   readonly oidcTiming?: OidcTiming;
 }
 
@@ -70,6 +84,11 @@ export function openAuthenticator(config: AuthConfig, options: AuthenticatorOpti
     if (unserved.length > 0) logger.warn({ file: variable, instances: unserved }, `${variable} names stores or instances this service does not serve`);
   };
 
+  const fileChecks = (variable: string) => {
+    const report = options.onFileCheck;
+    return report === undefined ? {} : { onCheck: (outcome: FileCheckOutcome) => report(variable, outcome) };
+  };
+
   let apiKeys: ReloadingFile<ApiKeyEntry[]> | undefined;
   let grants: ReloadingFile<SubjectGrant[]> | undefined;
   let verifier: OidcVerifier | undefined;
@@ -83,6 +102,7 @@ export function openAuthenticator(config: AuthConfig, options: AuthenticatorOpti
         logger,
         onLoad: warnUnserved('AUTH_API_KEYS_FILE'),
         summarize: (keys) => ({ keys: keys.length }),
+        ...fileChecks('AUTH_API_KEYS_FILE'),
       });
     }
     if (config.oidc !== undefined) {
@@ -94,6 +114,7 @@ export function openAuthenticator(config: AuthConfig, options: AuthenticatorOpti
         logger,
         onLoad: warnUnserved('AUTH_OIDC_GRANTS_FILE'),
         summarize: (entries) => ({ grants: entries.length }),
+        ...fileChecks('AUTH_OIDC_GRANTS_FILE'),
       });
       verifier = new OidcVerifier(oidcSettings(config.oidc), logger, options.oidcTiming ?? DEFAULT_OIDC_TIMING);
     }
@@ -106,7 +127,7 @@ export function openAuthenticator(config: AuthConfig, options: AuthenticatorOpti
   const missingCredential = missingDetail(config.modes);
   return {
     modes: config.modes,
-    async authenticate(credential) {
+    async authenticate(credential, callOptions = {}) {
       if (credential === undefined) throw new AuthenticationError(missingCredential, { reason: 'no credential' });
       if (credential.via === 'apiKey' && apiKeys === undefined) {
         throw new AuthenticationError('API keys are not accepted here; send a bearer token.', {
@@ -122,7 +143,7 @@ export function openAuthenticator(config: AuthConfig, options: AuthenticatorOpti
         }
       }
       if (verifier === undefined || grants === undefined) throw new Error('no way to check the credential');
-      return tokenCaller(await verifier.verify(credential.value), grants.value);
+      return tokenCaller(await verifier.verify(credential.value, callOptions.gate), grants.value);
     },
     async warmUp() {
       await verifier?.warmUp();

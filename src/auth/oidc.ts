@@ -11,6 +11,7 @@ import {
 } from 'jose';
 import type { Logger } from 'pino';
 import { ApiError } from '../service/errors.ts';
+import type { CheckGate } from './authenticator.ts';
 import { AuthenticationError, NOT_ACCEPTED } from './errors.ts';
 import { isTrustedUrl } from './trusted-url.ts';
 
@@ -102,26 +103,30 @@ export class OidcVerifier {
    * A token verified before is accepted again without checking its signature (which costs
    * 0.1-0.2 ms of CPU) until its exp, as jose would accept it; the remembered tokens are
    * forgotten whenever the keys are refreshed, so a retired key stops being trusted then.
+   * A signature is checked within `gate`, which may refuse (the HTTP layer bounds such checks).
    */
-  async verify(token: string): Promise<JWTPayload> {
+  async verify(token: string, gate: CheckGate = (check) => check()): Promise<JWTPayload> {
     const known = this.#verified.get(token);
     if (known !== undefined) {
       if (Date.now() < known.untilMs) return known.claims;
       this.#verified.delete(token);
     }
-    try {
-      const { payload } = await jwtVerify(token, this.#getKey, {
-        issuer: this.#settings.issuer,
-        audience: [...this.#settings.audiences],
-        algorithms: ACCEPTED_ALGORITHMS,
-        clockTolerance: this.#timing.clockToleranceSeconds,
-        requiredClaims: ['exp', 'sub'],
-      });
-      this.#remember(token, payload);
-      return payload;
-    } catch (error) {
-      throw this.#classify(error);
-    }
+    // Only this costs real work, so only this waits on the gate.
+    return gate(async () => {
+      try {
+        const { payload } = await jwtVerify(token, this.#getKey, {
+          issuer: this.#settings.issuer,
+          audience: [...this.#settings.audiences],
+          algorithms: ACCEPTED_ALGORITHMS,
+          clockTolerance: this.#timing.clockToleranceSeconds,
+          requiredClaims: ['exp', 'sub'],
+        });
+        this.#remember(token, payload);
+        return payload;
+      } catch (error) {
+        throw this.#classify(error);
+      }
+    });
   }
 
   /** Fetches the discovery document (if needed) and the keys now, logging the outcome; for start-up. */

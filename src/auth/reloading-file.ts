@@ -7,6 +7,9 @@ import { AccessFileError } from './access-files.ts';
 /** Largest access file read: far above any real list of keys or grants, far below trouble. */
 const MAX_FILE_BYTES = 1024 * 1024;
 
+/** What one read of the file found: content that is in force (new or unchanged), or why it was not used. */
+export type FileCheckOutcome = 'valid' | 'unreadable' | 'invalid';
+
 export interface ReloadingFileOptions<T> {
   /** The environment variable that names the file, for messages. */
   readonly variable: string;
@@ -20,6 +23,11 @@ export interface ReloadingFileOptions<T> {
   readonly onLoad?: (value: T) => void;
   /** What to log about a loaded value, e.g. how many entries it has. Never a secret. */
   readonly summarize: (value: T) => Record<string, unknown>;
+  /**
+   * Told what every read of the file found, at start and at each interval, so that an edit that
+   * never applies shows in the metrics and not only in one log line.
+   */
+  readonly onCheck?: (outcome: FileCheckOutcome) => void;
 }
 
 /**
@@ -33,7 +41,8 @@ export interface ReloadingFileOptions<T> {
  * few seconds costs nothing measurable, and requests never wait on the file system.
  *
  * A file that becomes invalid or unreadable never opens or closes access by accident: the last
- * good content stays in force and the problem is logged (once per distinct bad content).
+ * good content stays in force, the problem is logged (once per distinct bad content), and every
+ * read that finds it so is reported to `onCheck` (kvcrud_access_file_* metrics).
  * At start-up there is no last good content, so an invalid file is a ConfigError.
  */
 export class ReloadingFile<T> {
@@ -42,6 +51,8 @@ export class ReloadingFile<T> {
   #value: T;
   /** The bytes last read (or the error code last met), to tell a change from the same problem again. */
   #lastSeen: string;
+  /** What the content last seen was found to be. */
+  #lastOutcome: FileCheckOutcome = 'valid';
   #checking = false;
 
   private constructor(options: ReloadingFileOptions<T>, text: string, value: T) {
@@ -71,6 +82,7 @@ export class ReloadingFile<T> {
     }
     options.onLoad?.(value);
     options.logger.info({ file: options.variable, path: options.path, ...options.summarize(value) }, `loaded ${options.variable}`);
+    options.onCheck?.('valid');
     return new ReloadingFile(options, text, value);
   }
 
@@ -83,35 +95,41 @@ export class ReloadingFile<T> {
   async check(): Promise<void> {
     if (this.#checking) return;
     this.#checking = true;
-    const { variable, path, logger } = this.#options;
     try {
-      let text: string;
-      try {
-        text = readBounded(await readFile(path));
-      } catch (error) {
-        const reason = describeReadError(error);
-        if (this.#lastSeen !== `\0${reason}`) {
-          this.#lastSeen = `\0${reason}`;
-          logger.error({ file: variable, path, reason }, `${variable} cannot be read; the last valid content stays in force`);
-        }
-        return;
-      }
-      if (text === this.#lastSeen) return;
-      this.#lastSeen = text;
-      let value: T;
-      try {
-        value = this.#options.parse(text);
-      } catch (error) {
-        const problems = error instanceof AccessFileError ? error.problems : [String(error)];
-        logger.error({ file: variable, path, problems }, `${variable} is invalid; the last valid content stays in force`);
-        return;
-      }
-      this.#options.onLoad?.(value);
-      this.#value = value;
-      logger.info({ file: variable, path, ...this.#options.summarize(value) }, `reloaded ${variable}`);
+      this.#lastOutcome = await this.#read();
+      this.#options.onCheck?.(this.#lastOutcome);
     } finally {
       this.#checking = false;
     }
+  }
+
+  async #read(): Promise<FileCheckOutcome> {
+    const { variable, path, logger } = this.#options;
+    let text: string;
+    try {
+      text = readBounded(await readFile(path));
+    } catch (error) {
+      const reason = describeReadError(error);
+      if (this.#lastSeen !== `\0${reason}`) {
+        this.#lastSeen = `\0${reason}`;
+        logger.error({ file: variable, path, reason }, `${variable} cannot be read; the last valid content stays in force`);
+      }
+      return 'unreadable';
+    }
+    if (text === this.#lastSeen) return this.#lastOutcome;
+    this.#lastSeen = text;
+    let value: T;
+    try {
+      value = this.#options.parse(text);
+    } catch (error) {
+      const problems = error instanceof AccessFileError ? error.problems : [String(error)];
+      logger.error({ file: variable, path, problems }, `${variable} is invalid; the last valid content stays in force`);
+      return 'invalid';
+    }
+    this.#options.onLoad?.(value);
+    this.#value = value;
+    logger.info({ file: variable, path, ...this.#options.summarize(value) }, `reloaded ${variable}`);
+    return 'valid';
   }
 
   /** Stops looking for changes. */

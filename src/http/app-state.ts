@@ -13,6 +13,12 @@ export interface AppState {
   principal?: string;
   /** The authenticated caller with its grants; set with `principal`. */
   caller?: Caller;
+  /** Set by the middleware that refused the request to protect the service: which bound it was (a metric label). */
+  shedBy?: ShedLimit;
   /** Set by problemResponder when the request failed: the code answered and what was thrown. */
   problem?: { readonly code: ErrorCode; readonly cause: unknown };
 }
+
+/** The bounds that refuse requests to keep the service available (kvcrud_http_requests_shed_total's `limit`). */
+export const SHED_LIMITS = ['inflight', 'inflight_per_caller', 'credential_checks', 'body_rate', 'rate_limit'] as const;
+export type ShedLimit = (typeof SHED_LIMITS)[number];

@@ -1,7 +1,8 @@
+import { type Caller, type ServedStores, usableStores } from '../auth/access.ts';
 import type { AuthMode } from '../config.ts';
 import type { ErrorCode } from '../service/errors.ts';
 import { REALM } from './middleware/authenticate.ts';
-import type { Operation } from './operations/operation.ts';
+import type { ExampleNames, Operation } from './operations/operation.ts';
 import { AUTH_ERRORS } from './operations/operation.ts';
 import { type JsonObject, operationPaths, problemResponses, ref, toJsonSchema } from './operations/openapi-operations.ts';
 import { PROBLEM_TYPES, problemSlug } from './problems.ts';
@@ -11,6 +12,8 @@ import * as schemas from './schemas.ts';
 export interface DocumentedStore {
   readonly name: string;
   readonly instances: readonly string[];
+  /** Whether it is the default store, which serves v1. */
+  readonly default: boolean;
 }
 
 export interface OpenApiOptions {
@@ -19,8 +22,12 @@ export interface OpenApiOptions {
   readonly operations: readonly Operation[];
   /** The codes every operation of a tag may answer with. */
   readonly commonErrors: Readonly<Record<Operation['tag'], readonly ErrorCode[]>>;
-  /** The stores served, the default (which serves v1) first. */
-  readonly stores: readonly [DocumentedStore, ...DocumentedStore[]];
+  /**
+   * The stores served, the default (which serves v1) first, or none. With authentication on, only
+   * those its reader may use, with those instances (see documentedStores): none for a reader
+   * without a credential.
+   */
+  readonly stores: readonly DocumentedStore[];
   readonly maxBodyBytes: number;
   /** How callers authenticate; without it (or with no modes) every caller is admin. */
   readonly auth?: { readonly modes: readonly AuthMode[]; readonly protectDocs: boolean };
@@ -28,8 +35,8 @@ export interface OpenApiOptions {
   readonly servesMetrics?: boolean;
 }
 
-/** Codes any path but the probes may answer when the service sheds load (the API operations list theirs). */
-const SHED_ERRORS: readonly ErrorCode[] = ['OVERLOADED'];
+/** Codes the documentation may answer when the service sheds load (the API operations list theirs). */
+const SHED_ERRORS: readonly ErrorCode[] = ['RATE_LIMITED', 'OVERLOADED'];
 
 /**
  * buildOpenApiDocument describes the running service as OpenAPI 3.1, from the same operation list
@@ -46,8 +53,7 @@ export function buildOpenApiDocument(options: OpenApiOptions): JsonObject {
   // Either scheme will do: an OpenAPI security list is a choice between its entries.
   const security = [{ bearer: [] }, ...(modes.includes('apikey') ? [{ apiKey: [] }] : [])];
   const guarded = (protect: boolean) => (protect ? { security } : {});
-  const [defaultStore] = options.stores;
-  const examples = { store: defaultStore.name, instance: defaultStore.instances[0] ?? '' };
+  const examples = exampleNames(options.stores);
   const paths: Record<string, JsonObject> = operationPaths(options.operations, componentSchemas, {
     authenticated,
     security,
@@ -83,13 +89,21 @@ export function buildOpenApiDocument(options: OpenApiOptions): JsonObject {
   // With oidc, checking a token can find the issuer's keys unavailable (503).
   const docsErrors: ErrorCode[] = protectDocs ? [...AUTH_ERRORS, ...(modes.includes('oidc') ? ['BACKEND_UNAVAILABLE' as const] : [])] : [];
   if (options.servesMetrics === true) {
+    // With authentication on, the metrics on the API's port need a credential (any grant).
+    const metricsErrors: ErrorCode[] = authenticated ? [...AUTH_ERRORS, ...(modes.includes('oidc') ? ['BACKEND_UNAVAILABLE' as const, 'OVERLOADED' as const] : [])] : [];
     paths['/metrics'] = {
       get: {
         operationId: 'metrics',
         tags: ['operations'],
         summary: 'Prometheus metrics',
-        description: 'The metrics of this process in the Prometheus text format; the README lists them.',
-        responses: { 200: { description: 'The metrics.', content: { 'text/plain': { schema: { type: 'string' } } } } },
+        description: authenticated
+          ? 'The metrics of this process in the Prometheus text format; the README lists them. On the API port they need a credential with a grant; METRICS_PORT serves them on a listener of its own, without one.'
+          : 'The metrics of this process in the Prometheus text format; the README lists them.',
+        ...guarded(authenticated),
+        responses: {
+          200: { description: 'The metrics.', content: { 'text/plain': { schema: { type: 'string' } } } },
+          ...problemResponses(metricsErrors),
+        },
       },
     };
   }
@@ -126,7 +140,7 @@ export function buildOpenApiDocument(options: OpenApiOptions): JsonObject {
       parameters: [{ name: 'type', in: 'path', required: true, schema: { type: 'string' }, example: 'table-not-found' }],
       responses: {
         200: { description: 'The problem type.', content: { 'application/json': { schema: ref('schemas', 'ProblemType') } } },
-        ...problemResponses(['ROUTE_NOT_FOUND', ...SHED_ERRORS]),
+        ...problemResponses(['ROUTE_NOT_FOUND']),
       },
     },
   };
@@ -153,7 +167,7 @@ export function buildOpenApiDocument(options: OpenApiOptions): JsonObject {
     paths,
     components: {
       schemas: componentSchemas,
-      parameters: pathParameters(options.stores),
+      parameters: pathParameters(options.stores, authenticated),
       headers: {
         'X-Request-Id': {
           description: "The request's id: the caller's X-Request-Id when given (printable ASCII, up to 128), else a new UUID.",
@@ -168,6 +182,20 @@ export function buildOpenApiDocument(options: OpenApiOptions): JsonObject {
       ...(authenticated ? { securitySchemes: securitySchemes(modes) } : {}),
     },
   };
+}
+
+/**
+ * documentedStores is what the OpenAPI document may name to a reader: every served store and
+ * instance when every caller may use them all (no authentication), else those the reader's grants
+ * cover (none without a credential), so the document never tells anyone more than they may use.
+ */
+export function documentedStores(served: ServedStores, authenticated: boolean, caller: Caller | undefined): DocumentedStore[] {
+  const visible = !authenticated
+    ? served.all.map((store) => ({ name: store.name, instances: [...store.instances] }))
+    : caller === undefined
+      ? []
+      : usableStores(caller, served).map((store) => ({ name: store.name, instances: store.instances.map((instance) => instance.name) }));
+  return visible.map((store) => ({ ...store, default: store.name === served.default.name }));
 }
 
 function securitySchemes(modes: readonly AuthMode[]): JsonObject {
@@ -186,18 +214,35 @@ function securitySchemes(modes: readonly AuthMode[]): JsonObject {
 }
 
 /** The path parameters the operations name, described with what this service serves. */
-function pathParameters(stores: readonly [DocumentedStore, ...DocumentedStore[]]): JsonObject {
-  const [defaultStore] = stores;
+/** The path parameters the operations name, described with what the reader may use. */
+function pathParameters(stores: readonly DocumentedStore[], authenticated: boolean): JsonObject {
   const list = (names: readonly string[]) => names.map((name) => `\`${name}\``).join(', ');
-  const path = (name: string, description: string, schema: JsonObject, example: string) => ({ name, in: 'path', required: true, description, schema, example });
+  const visible = stores.find((store) => store.default) ?? stores[0];
+  const defaultInstances = stores.find((store) => store.default)?.instances ?? [];
+  // With authentication on, the document names only what its reader may use.
+  const among = (what: string, names: string) =>
+    !authenticated
+      ? `A served ${what}: ${names}.`
+      : names === ''
+        ? `A ${what} this service serves. This document names only those its reader may use, and so none to a reader without a credential: ask the operators which you may use.`
+        : `A ${what} this service serves. Of them, you may use: ${names}.`;
+  // No example names what the reader may not use.
+  const path = (name: string, description: string, schema: JsonObject, example: string | undefined) => ({
+    name,
+    in: 'path',
+    required: true,
+    description,
+    schema,
+    ...(example === undefined ? {} : { example }),
+  });
   return {
-    instanceID: path('instanceID', `A served instance: ${list(defaultStore.instances)}.`, { type: 'string' }, defaultStore.instances[0] ?? ''),
-    store: path('store', `A served store (GET /v2/stores): ${list(stores.map((store) => store.name))}.`, { type: 'string' }, defaultStore.name),
+    instanceID: path('instanceID', among('instance', list(defaultInstances)), { type: 'string' }, defaultInstances[0]),
+    store: path('store', `${among('store', list(stores.map((store) => store.name)))} GET /v2/stores lists them.`, { type: 'string' }, visible?.name),
     instance: path(
       'instance',
-      `An instance of the store: ${stores.map((store) => `${store.name}: ${list(store.instances)}`).join('; ')}.`,
+      among('instance of the store', stores.map((store) => `${store.name}: ${list(store.instances)}`).join('; ')),
       { type: 'string' },
-      defaultStore.instances[0] ?? '',
+      visible?.instances[0],
     ),
     table: path('table', 'The table.', toJsonSchema(schemas.tableName), 'orders'),
     key: path(
@@ -207,6 +252,12 @@ function pathParameters(stores: readonly [DocumentedStore, ...DocumentedStore[]]
       'order#1001',
     ),
   };
+}
+
+/** The store and instance the examples name: the default store if the reader may use it, else the first. */
+function exampleNames(stores: readonly DocumentedStore[]): ExampleNames {
+  const store = stores.find((candidate) => candidate.default) ?? stores[0];
+  return { store: store?.name ?? 'my-store', instance: store?.instances[0] ?? 'my-instance' };
 }
 
 function describeService(options: OpenApiOptions): string {

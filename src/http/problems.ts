@@ -11,16 +11,29 @@ export const PROBLEM_TYPES: Readonly<Record<ErrorCode, { status: number; title: 
       'A parameter or body field is missing, of the wrong type, or out of bounds. `errors` lists the problems by field path ' +
       '(the first 20; `errorCount` says how many there were when there were more).',
   },
-  MALFORMED_JSON: { status: 400, title: 'Malformed JSON', description: 'The request body is not a JSON object or array.' },
+  MALFORMED_JSON: {
+    status: 400,
+    title: 'Malformed JSON',
+    description:
+      'The request body is not a JSON object or array in UTF-8 (bytes that are not UTF-8 are refused, never replaced), ' +
+      'is cut short, or is not in the format its `Content-Encoding` names.',
+  },
   UNSUPPORTED_MEDIA_TYPE: {
     status: 415,
     title: 'Unsupported media type',
-    description: 'The request body is not `application/json` in UTF-8.',
+    description: 'The request body is not `application/json` in UTF-8, has several `Content-Type` headers, or has a `Content-Encoding` other than gzip, deflate or br.',
   },
   PAYLOAD_TOO_LARGE: {
     status: 413,
     title: 'Payload too large',
     description: 'The request body is larger than the configured limit (MAX_BODY_BYTES).',
+  },
+  REQUEST_TIMEOUT: {
+    status: 408,
+    title: 'Request timeout',
+    description:
+      'The request body arrived more slowly than the service accepts (MIN_BODY_BYTES_PER_SECOND, after a grace second). ' +
+      'The connection is closed.',
   },
   UNAUTHENTICATED: {
     status: 401,

@@ -1,4 +1,4 @@
-import { Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
 /**
  * Seconds. prom-client's default buckets start at 5 ms; a Bigtable read near its data answers in
@@ -19,6 +19,12 @@ export interface Metrics {
   /** From the first byte of the request to the last of the response, by route template. */
   readonly httpRequestDuration: Histogram<'method' | 'route' | 'status_code'>;
   readonly httpRequestsInFlight: Gauge;
+  /** Requests refused to keep the service available, by the bound that refused them (`limit`). */
+  readonly httpRequestsShed: Counter<'limit'>;
+  /** When each access file (by its variable) was last read and found valid, in seconds since the epoch. */
+  readonly accessFileLastSuccess: Gauge<'file'>;
+  /** Reads of an access file that found it unreadable or invalid (the last valid content stayed in force). */
+  readonly accessFileFailures: Counter<'file' | 'reason'>;
   /** Each DataStore call, by store type, operation and outcome (StoreError code or OK). */
   readonly storeOperationDuration: Histogram<'store' | 'operation' | 'code'>;
 }
@@ -37,6 +43,27 @@ export function createMetrics(): Metrics {
     help: 'HTTP requests received and not yet answered.',
     registers: [own],
   });
+  const httpRequestsShed = new Counter({
+    name: 'kvcrud_http_requests_shed_total',
+    help:
+      'HTTP requests refused to keep the service available, by the bound that refused them: inflight (MAX_INFLIGHT), ' +
+      'inflight_per_caller (MAX_INFLIGHT_PER_CALLER), credential_checks (MAX_INFLIGHT_UNAUTHENTICATED), ' +
+      'body_rate (MIN_BODY_BYTES_PER_SECOND), rate_limit (RATE_LIMIT_PER_SECOND).',
+    labelNames: ['limit'] as const,
+    registers: [own],
+  });
+  const accessFileLastSuccess = new Gauge({
+    name: 'kvcrud_access_file_last_success_timestamp_seconds',
+    help: 'When the keys or grants file (by its variable) was last read and found valid, so that its content is the one in force.',
+    labelNames: ['file'] as const,
+    registers: [own],
+  });
+  const accessFileFailures = new Counter({
+    name: 'kvcrud_access_file_failures_total',
+    help: 'Reads of the keys or grants file that found it unreadable or invalid; the last valid content stayed in force.',
+    labelNames: ['file', 'reason'] as const,
+    registers: [own],
+  });
   const storeOperationDuration = new Histogram({
     name: 'kvcrud_store_operation_duration_seconds',
     help: 'Data store operations by store type, operation and outcome code (OK or the StoreError code), retries included.',
@@ -48,6 +75,9 @@ export function createMetrics(): Metrics {
     registry: Registry.merge([own, processRegistry()]),
     httpRequestDuration,
     httpRequestsInFlight,
+    httpRequestsShed,
+    accessFileLastSuccess,
+    accessFileFailures,
     storeOperationDuration,
   };
 }
@@ -65,4 +95,12 @@ function processRegistry(): Registry {
     collectDefaultMetrics({ register: processMetrics });
   }
   return processMetrics;
+}
+
+/** accessFileChecks records what each read of an access file found (see ReloadingFile's onCheck). */
+export function accessFileChecks(metrics: Pick<Metrics, 'accessFileLastSuccess' | 'accessFileFailures'>): (file: string, outcome: 'valid' | 'unreadable' | 'invalid') => void {
+  return (file, outcome) => {
+    if (outcome === 'valid') metrics.accessFileLastSuccess.set({ file }, Date.now() / 1000);
+    else metrics.accessFileFailures.inc({ file, reason: outcome });
+  };
 }

@@ -97,4 +97,21 @@ describe('API keys', () => {
     expect((await read({ 'x-api-key': newApiKey() })).status).to.equal(401);
     replaceFile(keysPath, keysFile([admin]));
   });
+
+  it('shows in the metrics when the keys file last loaded and how often it could not be', async () => {
+    const scrape = async () => (await app().api.get('/metrics', { headers: { 'x-api-key': admin.key } })).body as string;
+    const sample = (text: string, pattern: RegExp) => Number(pattern.exec(text)?.[1] ?? NaN);
+    const lastSuccess = /kvcrud_access_file_last_success_timestamp_seconds\{file="AUTH_API_KEYS_FILE"\} ([\d.e+]+)/;
+    const failures = /kvcrud_access_file_failures_total\{file="AUTH_API_KEYS_FILE",reason="invalid"\} (\d+)/;
+    await eventually(async () => sample(await scrape(), lastSuccess) > Date.now() / 1000 - 5, 5000, 'a recent successful read');
+
+    replaceFile(keysPath, `${keysFile([admin])},`);
+    await eventually(async () => sample(await scrape(), failures) >= 2, 5000, 'the failed reads are counted');
+    const stale = sample(await scrape(), lastSuccess);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(sample(await scrape(), lastSuccess)).to.equal(stale);
+
+    replaceFile(keysPath, keysFile([admin]));
+    await eventually(async () => sample(await scrape(), lastSuccess) > stale, 5000, 'a successful read again');
+  });
 });

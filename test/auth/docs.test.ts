@@ -2,6 +2,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { type KeyEntry, keysFile, newApiKey, tempDirectory } from '../support/access-files.ts';
+import { embeddedHarness } from '../support/stores.ts';
 import { useTestApp } from '../support/test-app.ts';
 
 describe('with AUTH_PROTECT_DOCS=true', () => {
@@ -57,7 +58,7 @@ describe('the OpenAPI document with authentication on', () => {
   });
   after(() => files.remove());
 
-  it('declares the bearer and X-API-Key schemes and requires one of them on every v1 operation', () => {
+  it('declares the bearer and X-API-Key schemes and requires one of them on every v1 operation and /metrics', () => {
     const document = app().api.contract.document as Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
     expect(document['components']['securitySchemes']).to.deep.include({
       apiKey: { type: 'apiKey', in: 'header', name: 'X-API-Key', description: 'An API key in the `X-API-Key` header.' },
@@ -67,6 +68,16 @@ describe('the OpenAPI document with authentication on', () => {
     for (const item of Object.values(document['paths'] as Record<string, Record<string, any>>)) { // eslint-disable-line @typescript-eslint/no-explicit-any
       for (const operation of Object.values(item)) {
         const role = roles[operation.operationId as string];
+        if (operation.tags?.includes('v2') === true) {
+          // Every v2 operation needs a credential; listing the stores shows only what the caller may use.
+          expect(operation.security, operation.operationId).to.deep.equal([{ bearer: [] }, { apiKey: [] }]);
+          continue;
+        }
+        if (operation.operationId === 'metrics') {
+          // On the API port the metrics need a credential too (any grant).
+          expect(operation.security).to.deep.equal([{ bearer: [] }, { apiKey: [] }]);
+          continue;
+        }
         if (role === undefined) {
           expect(operation.security, operation.operationId).to.equal(undefined);
           continue;
@@ -77,5 +88,76 @@ describe('the OpenAPI document with authentication on', () => {
         expect(operation.responses['403'].content['application/problem+json'].schema.allOf[1].properties.code.enum).to.deep.equal(['PERMISSION_DENIED']);
       }
     }
+  });
+});
+
+describe('which instances the OpenAPI document names', () => {
+  const files = tempDirectory();
+  after(() => files.remove());
+  const keys: Record<string, KeyEntry> = {};
+  const app = useTestApp({
+    instanceCount: 3,
+    auth: (instances) => {
+      keys['one'] = { name: 'one', key: newApiKey(), role: 'reader', instances: [instances[1] ?? ''] };
+      keys['all'] = { name: 'all', key: newApiKey(), role: 'admin', instances: ['*'] };
+      keys['elsewhere'] = { name: 'elsewhere', key: newApiKey(), role: 'admin', instances: ['not-served-here'] };
+      const apiKeysFile = join(files.path, 'keys.json');
+      writeFileSync(apiKeysFile, keysFile(Object.values(keys)));
+      return { config: { modes: ['apikey'], apiKeysFile, protectDocs: true }, docsHeaders: { 'x-api-key': keys['all']?.key ?? '' } };
+    },
+  });
+  const namedIn = async (key: string) => {
+    const text = JSON.stringify((await app().api.as({ 'x-api-key': key }).get('/openapi.json')).body);
+    return app().instances.filter((instance) => text.includes(instance));
+  };
+
+  it('names to each caller only the served instances its grants cover', async () => {
+    expect(await namedIn(keys['one']?.key ?? '')).to.deep.equal([app().instances[1]]);
+    expect(await namedIn(keys['all']?.key ?? '')).to.deep.equal(app().instances);
+    expect(await namedIn(keys['elsewhere']?.key ?? '')).to.deep.equal([]);
+  });
+});
+
+describe('the OpenAPI document open to all with authentication on', () => {
+  const files = tempDirectory();
+  after(() => files.remove());
+  const app = useTestApp({
+    instanceCount: 2,
+    auth: () => {
+      const apiKeysFile = join(files.path, 'keys.json');
+      writeFileSync(apiKeysFile, keysFile([]));
+      return { config: { modes: ['apikey'], apiKeysFile, protectDocs: false } };
+    },
+  });
+
+  it('names no instance: a caller without a credential learns nothing about which exist', async () => {
+    const response = await app().api.get('/openapi.json');
+    expect(response.status).to.equal(200);
+    const text = JSON.stringify(response.body);
+    for (const instance of app().instances) expect(text).to.not.contain(instance);
+    expect(response.body.components.parameters.instanceID).to.not.have.property('example');
+  });
+});
+
+describe('/metrics on the API port with authentication on', () => {
+  const files = tempDirectory();
+  after(() => files.remove());
+  const scraper: KeyEntry = { name: 'prometheus', key: newApiKey(), role: 'reader', instances: ['not-served-here'] };
+  const app = useTestApp({
+    store: embeddedHarness,
+    auth: () => {
+      const apiKeysFile = join(files.path, 'keys.json');
+      writeFileSync(apiKeysFile, keysFile([scraper]));
+      return { config: { modes: ['apikey'], apiKeysFile, protectDocs: false } };
+    },
+  });
+
+  it('needs a credential with a grant, whatever AUTH_PROTECT_DOCS says', async () => {
+    const refused = await app().api.get('/metrics');
+    expect(refused.status).to.equal(401);
+    expect(refused.body.code).to.equal('UNAUTHENTICATED');
+    const served = await app().api.get('/metrics', { headers: { 'x-api-key': scraper.key } });
+    expect(served.status).to.equal(200);
+    expect(served.body).to.contain('kvcrud_http_request_duration_seconds');
   });
 });

@@ -26,7 +26,15 @@ describe('the Helm chart maps values to the service configuration', function () 
       valuesFiles: ['ci/default-values.yaml'],
       set: {
         'bigtable.instanceIds': ['orders-prod', 'users-prod'],
-        config: { maxBodyBytes: 2048, storeTimeoutMs: 750, maxInflight: 64, rateLimitPerSecond: 20 },
+        config: {
+          maxBodyBytes: 2048,
+          storeTimeoutMs: 750,
+          maxInflight: 64,
+          maxInflightPerCaller: 16,
+          maxInflightUnauthenticated: 8,
+          minBodyBytesPerSecond: 4096,
+          rateLimitPerSecond: 20,
+        },
         'shutdown.timeoutMs': 12_000,
       },
     });
@@ -38,6 +46,9 @@ describe('the Helm chart maps values to the service configuration', function () 
       MAX_BODY_BYTES: '2048',
       STORE_TIMEOUT_MS: '750',
       MAX_INFLIGHT: '64',
+      MAX_INFLIGHT_PER_CALLER: '16',
+      MAX_INFLIGHT_UNAUTHENTICATED: '8',
+      MIN_BODY_BYTES_PER_SECOND: '4096',
       RATE_LIMIT_PER_SECOND: '20',
       SHUTDOWN_TIMEOUT_MS: '12000',
       LOG_LEVEL: 'info',
@@ -54,6 +65,9 @@ describe('the Helm chart maps values to the service configuration', function () 
       maxBodyBytes: 2048,
       storeTimeoutMs: 750,
       maxInflight: 64,
+      maxInflightPerCaller: 16,
+      maxInflightUnauthenticated: 8,
+      minBodyBytesPerSecond: 4096,
       rateLimitPerSecond: 20,
       shutdownTimeoutMs: 12_000,
       instanceIds: ['orders-prod', 'users-prod'],
@@ -63,10 +77,23 @@ describe('the Helm chart maps values to the service configuration', function () 
     expect(config.stores.default).to.deep.include({ driver: 'bigtable', settings: { projectId: 'my-project' } });
   });
 
-  it('lets each pod take 256 requests at once, with no rate limit, by default (MAX_INFLIGHT, RATE_LIMIT_PER_SECOND)', async () => {
+  it('lets each pod take 256 requests at once, half of them from one caller, with no rate limit, by default', async () => {
     const manifests = await render(helm, { valuesFiles: ['ci/default-values.yaml'] });
-    expect(environment(manifests)).to.include({ MAX_INFLIGHT: '256' }).and.not.have.property('RATE_LIMIT_PER_SECOND');
-    expect(loadConfig(environment(manifests))).to.deep.include({ maxInflight: 256, rateLimitPerSecond: undefined });
+    expect(environment(manifests))
+      .to.include({ MAX_INFLIGHT: '256', MAX_INFLIGHT_UNAUTHENTICATED: '16', MIN_BODY_BYTES_PER_SECOND: '16384' })
+      .and.not.have.any.keys('RATE_LIMIT_PER_SECOND', 'MAX_INFLIGHT_PER_CALLER');
+    expect(loadConfig(environment(manifests))).to.deep.include({
+      maxInflight: 256,
+      maxInflightPerCaller: 128,
+      maxInflightUnauthenticated: 16,
+      minBodyBytesPerSecond: 16384,
+      rateLimitPerSecond: undefined,
+    });
+  });
+
+  it('turns the minimum body rate off with 0', async () => {
+    const manifests = await render(helm, { valuesFiles: ['ci/default-values.yaml'], set: { 'config.minBodyBytesPerSecond': 0 } });
+    expect(loadConfig(environment(manifests)).minBodyBytesPerSecond).to.equal(0);
   });
 
   it('sets only variables the service reads', async () => {

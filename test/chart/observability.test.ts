@@ -96,7 +96,8 @@ describe('the Helm chart observability values', function () {
       it(`are served on the http port with metrics.port ${String(port)}, and scraped there`, async () => {
         const manifests = await render(helm, {
           valuesFiles: ['ci/default-values.yaml'],
-          set: { 'metrics.port': port, 'serviceMonitor.enabled': true, 'podMonitoring.enabled': true, 'networkPolicy.enabled': true },
+          // Without authentication: on the http port /metrics needs a credential otherwise.
+          set: { 'metrics.port': port, 'auth.mode': 'none', 'serviceMonitor.enabled': true, 'podMonitoring.enabled': true, 'networkPolicy.enabled': true },
         });
         expect(serviceConfigMap(manifests)['data']).to.not.have.property('METRICS_PORT');
         expect(loadConfig(environment(manifests))).to.not.have.property('metricsPort');
@@ -273,7 +274,7 @@ describe('the Helm chart observability values', function () {
 
     it('says when nothing scrapes the metrics and tracing is off', async () => {
       const text = await notes(helm, { valuesFiles: ['ci/default-values.yaml'], set: { 'metrics.port': null } });
-      expect(text).to.contain('Metrics: GET /metrics on the http port, beside the API (metrics.port is null); nothing scrapes it yet');
+      expect(text).to.contain("Metrics: GET /metrics on the http port, beside the API (metrics.port is null), with a credential like the API's; nothing scrapes it yet");
       expect(text).to.contain('Traces: off (set tracing.otlpEndpoint to export them).');
     });
   });

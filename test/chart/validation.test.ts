@@ -52,6 +52,18 @@ describe('the Helm chart refuses invalid values', function () {
       problems: [/^podDisruptionBudget\.minAvailable would block every eviction of the embedded store's single pod: use maxUnavailable$/],
     },
     {
+      name: 'scrapers of the http port when /metrics there needs a credential',
+      valuesFiles: ['ci/default-values.yaml'],
+      set: { 'metrics.port': null, 'serviceMonitor.enabled': true },
+      problems: [/^serviceMonitor and podMonitoring need metrics\.port when auth\.mode is not none: on the http port \/metrics needs a credential, which the scrapers do not send$/],
+    },
+    {
+      name: 'a share per caller above what the pod takes',
+      valuesFiles: ['ci/default-values.yaml'],
+      set: { 'config.maxInflight': 8, 'config.maxInflightPerCaller': 9 },
+      problems: [/^config\.maxInflightPerCaller \(9\) is above config\.maxInflight \(8\): one caller cannot have more requests in flight than the pod takes$/],
+    },
+    {
       name: 'persistence without the embedded store',
       valuesFiles: ['ci/default-values.yaml'],
       set: { 'embedded.persistence.enabled': true },
@@ -275,6 +287,8 @@ describe('the Helm chart refuses invalid values', function () {
         'auth.oidc.grants': [{ subject: 'a', email: 'a@example.com', role: 'reader', instances: ['*'] }, { role: 'reader', instances: ['*'] }],
         'config.maxInflight': 0,
         'config.rateLimitPerSecond': -1,
+        'config.maxInflightUnauthenticated': 0,
+        'config.minBodyBytesPerSecond': -1,
       },
     });
     expect(result.code).to.not.equal(0);
@@ -290,6 +304,8 @@ describe('the Helm chart refuses invalid values', function () {
       '/auth/oidc/grants/1',
       '/config/maxInflight',
       '/config/rateLimitPerSecond',
+      '/config/maxInflightUnauthenticated',
+      '/config/minBodyBytesPerSecond',
     ]) {
       expect(result.stderr, path).to.contain(`at '${path}'`);
     }

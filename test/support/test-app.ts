@@ -10,6 +10,7 @@ import { BigtableStore } from '../../src/store/bigtable/bigtable-store.ts';
 import type { DataStore } from '../../src/store/store.ts';
 import { type StoreSet, createStoreSet } from '../../src/store/store-set.ts';
 import { createLogger } from '../../src/telemetry/logger.ts';
+import { accessFileChecks, createMetrics } from '../../src/telemetry/metrics.ts';
 import { ApiClient } from './api-client.ts';
 import { type HarnessFactory, type StoreCapabilities, type StoreHarness, TEST_PROJECT, embeddedHarness } from './stores.ts';
 
@@ -25,6 +26,10 @@ export interface TestAppOptions {
   readonly maxBodyBytes?: number;
   readonly storeTimeoutMs?: number;
   readonly maxInflight?: number;
+  readonly maxInflightPerCaller?: number;
+  readonly maxInflightUnauthenticated?: number;
+  /** MIN_BODY_BYTES_PER_SECOND; the service's default (16 KiB/s) when left out. */
+  readonly minBodyBytesPerSecond?: number;
   readonly rateLimitPerSecond?: number;
   /** Shorter server timeouts, for tests of slow clients. */
   readonly serverLimits?: Partial<ServerLimits>;
@@ -79,11 +84,13 @@ export async function startTestApp(options: TestAppOptions): Promise<TestApp> {
   const storeName = options.harness?.name ?? 'bigtable';
   const stores: StoreSet = createStoreSet([{ name: storeName, driver: storeName, instances, store }], storeName);
   const auth = options.auth?.(instances, storeName);
+  const metrics = createMetrics();
   let authenticator: Authenticator | undefined;
   if (auth !== undefined) {
     authenticator = openAuthenticator(auth.config, {
       logger,
       stores,
+      onFileCheck: accessFileChecks(metrics),
       ...(auth.reloadIntervalMs === undefined ? {} : { reloadIntervalMs: auth.reloadIntervalMs }),
       ...(auth.oidcTiming === undefined ? {} : { oidcTiming: auth.oidcTiming }),
     });
@@ -93,10 +100,14 @@ export async function startTestApp(options: TestAppOptions): Promise<TestApp> {
       maxBodyBytes: options.maxBodyBytes ?? 10 * 1024 * 1024,
       storeTimeoutMs: options.storeTimeoutMs ?? 5000,
       maxInflight: options.maxInflight ?? 256,
+      ...(options.maxInflightPerCaller === undefined ? {} : { maxInflightPerCaller: options.maxInflightPerCaller }),
+      ...(options.maxInflightUnauthenticated === undefined ? {} : { maxInflightUnauthenticated: options.maxInflightUnauthenticated }),
+      ...(options.minBodyBytesPerSecond === undefined ? {} : { minBodyBytesPerSecond: options.minBodyBytesPerSecond }),
       rateLimitPerSecond: options.rateLimitPerSecond,
     },
     stores,
     logger,
+    metrics,
     ...(authenticator === undefined ? {} : { auth: { authenticator, protectDocs: auth?.config.protectDocs ?? false } }),
   });
   const server: Server = await new Promise((resolve) => {

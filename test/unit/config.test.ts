@@ -29,6 +29,9 @@ describe('loadConfig', () => {
       maxBodyBytes: 10 * 1024 * 1024,
       storeTimeoutMs: 5000,
       maxInflight: 256,
+      maxInflightPerCaller: 128,
+      maxInflightUnauthenticated: 16,
+      minBodyBytesPerSecond: 16 * 1024,
       rateLimitPerSecond: undefined,
       instanceIds: ['inst-a'],
       stores: onlyStore('bigtable', ['inst-a'], { projectId: 'my-project' }),
@@ -44,6 +47,9 @@ describe('loadConfig', () => {
       maxBodyBytes: 10 * 1024 * 1024,
       storeTimeoutMs: 5000,
       maxInflight: 256,
+      maxInflightPerCaller: 128,
+      maxInflightUnauthenticated: 16,
+      minBodyBytesPerSecond: 16 * 1024,
       rateLimitPerSecond: undefined,
       instanceIds: ['local'],
       stores: onlyStore('embedded', ['local'], { dataDir: './data' }),
@@ -61,6 +67,26 @@ describe('loadConfig', () => {
     expect(problemsOf({ ...BASE, MAX_INFLIGHT: '0', RATE_LIMIT_PER_SECOND: '1.5' })).to.deep.equal([
       'MAX_INFLIGHT must be greater than or equal to 1',
       'RATE_LIMIT_PER_SECOND must be an integer',
+    ]);
+  });
+
+  it('reads the fairness bounds, the share per caller defaulting to half of MAX_INFLIGHT', () => {
+    expect(loadConfig({ ...BASE, MAX_INFLIGHT: '4' })).to.deep.include({ maxInflight: 4, maxInflightPerCaller: 2 });
+    expect(loadConfig({ ...BASE, MAX_INFLIGHT: '1' })).to.deep.include({ maxInflightPerCaller: 1 });
+    expect(loadConfig({ ...BASE, MAX_INFLIGHT: '7' })).to.deep.include({ maxInflightPerCaller: 4 });
+    expect(
+      loadConfig({ ...BASE, MAX_INFLIGHT: '64', MAX_INFLIGHT_PER_CALLER: '64', MAX_INFLIGHT_UNAUTHENTICATED: '4', MIN_BODY_BYTES_PER_SECOND: '0' }),
+    ).to.deep.include({ maxInflightPerCaller: 64, maxInflightUnauthenticated: 4, minBodyBytesPerSecond: 0 });
+    expect(
+      problemsOf({ ...BASE, MAX_INFLIGHT: '8', MAX_INFLIGHT_PER_CALLER: '9', MAX_INFLIGHT_UNAUTHENTICATED: '0', MIN_BODY_BYTES_PER_SECOND: '1.5' }),
+    ).to.deep.equal([
+      'MAX_INFLIGHT_PER_CALLER must be at most MAX_INFLIGHT',
+      'MAX_INFLIGHT_UNAUTHENTICATED must be greater than or equal to 1',
+      'MIN_BODY_BYTES_PER_SECOND must be an integer',
+    ]);
+    expect(problemsOf({ ...BASE, MAX_INFLIGHT_PER_CALLER: '0', MIN_BODY_BYTES_PER_SECOND: '-1' })).to.deep.equal([
+      'MAX_INFLIGHT_PER_CALLER must be greater than or equal to 1',
+      'MIN_BODY_BYTES_PER_SECOND must be greater than or equal to 0',
     ]);
   });
 

@@ -17,7 +17,7 @@ function buildOpenApiDocument(
   options: { instanceIds: string[] } & Omit<OpenApiOptions, 'operations' | 'commonErrors' | 'stores'>,
 ): Json {
   const { instanceIds, ...rest } = options;
-  return buildDocument({ ...rest, operations: API_OPERATIONS, commonErrors: COMMON_ERRORS, stores: [{ name: 'embedded', instances: instanceIds }] });
+  return buildDocument({ ...rest, operations: API_OPERATIONS, commonErrors: COMMON_ERRORS, stores: [{ name: 'embedded', instances: instanceIds, default: true }] });
 }
 
 describe('the OpenAPI document', () => {

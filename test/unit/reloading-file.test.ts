@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { expect } from 'chai';
 import { pino } from 'pino';
 import { type ApiKeyEntry, parseApiKeysFile } from '../../src/auth/access-files.ts';
-import { ReloadingFile } from '../../src/auth/reloading-file.ts';
+import { type FileCheckOutcome, ReloadingFile } from '../../src/auth/reloading-file.ts';
 import { ConfigError } from '../../src/config.ts';
 import { eventually, keysFile, newApiKey, replaceFile, tempDirectory } from '../support/access-files.ts';
 
@@ -17,7 +17,7 @@ describe('ReloadingFile (the keys and grants files)', () => {
   const opened: Array<ReloadingFile<ApiKeyEntry[]>> = [];
   let counter = 0;
 
-  function open(path: string, intervalMs = 60_000): ReloadingFile<ApiKeyEntry[]> {
+  function open(path: string, intervalMs = 60_000, onCheck?: (outcome: FileCheckOutcome) => void): ReloadingFile<ApiKeyEntry[]> {
     const file = ReloadingFile.open({
       variable: 'AUTH_API_KEYS_FILE',
       path,
@@ -25,6 +25,7 @@ describe('ReloadingFile (the keys and grants files)', () => {
       intervalMs,
       logger,
       summarize: (keys) => ({ keys: keys.length }),
+      ...(onCheck === undefined ? {} : { onCheck }),
     });
     opened.push(file);
     return file;
@@ -87,6 +88,26 @@ describe('ReloadingFile (the keys and grants files)', () => {
     replaceFile(path, fileWith('c'));
     await file.check();
     expect(names(file)).to.deep.equal(['c']);
+  });
+
+  it('reports what every read found, so an edit that never applies shows while it lasts', async () => {
+    const path = newPath();
+    writeFileSync(path, fileWith('a'));
+    const outcomes: FileCheckOutcome[] = [];
+    const file = open(path, 60_000, (outcome) => outcomes.push(outcome));
+    await file.check();
+    replaceFile(path, fileWith('a').replace(/\]\}$/, ',]}')); // a trailing comma
+    await file.check();
+    await file.check();
+    unlinkSync(path);
+    await file.check();
+    writeFileSync(path, 'x'.repeat(1024 * 1024 + 1));
+    await file.check();
+    replaceFile(path, fileWith('b'));
+    await file.check();
+    await file.check();
+    expect(outcomes).to.deep.equal(['valid', 'valid', 'invalid', 'invalid', 'unreadable', 'unreadable', 'valid', 'valid']);
+    expect(names(file)).to.deep.equal(['b']);
   });
 
   it('keeps the last valid content while the file is missing, logging it once', async () => {

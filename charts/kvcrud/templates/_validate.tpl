@@ -47,6 +47,9 @@ fails once, listing every problem, so one `helm install` tells the whole story.
     {{- $problems = append $problems "podDisruptionBudget.minAvailable would block every eviction of the embedded store's single pod: use maxUnavailable" }}
   {{- end }}
 {{- end }}
+{{- if gt (int64 $v.config.maxInflightPerCaller) (int64 $v.config.maxInflight) }}
+  {{- $problems = append $problems (printf "config.maxInflightPerCaller (%d) is above config.maxInflight (%d): one caller cannot have more requests in flight than the pod takes" (int64 $v.config.maxInflightPerCaller) (int64 $v.config.maxInflight)) }}
+{{- end }}
 {{- if and (not $v.serviceAccount.create) $v.serviceAccount.annotations }}
   {{- $problems = append $problems "serviceAccount.annotations only apply when serviceAccount.create is true (annotate your own ServiceAccount instead)" }}
 {{- end }}
@@ -128,6 +131,9 @@ without an endpoint (the SDK is not even loaded then). */}}
 {{- else }}
   {{- if $v.networkPolicy.metricsFrom }}
     {{- $problems = append $problems "networkPolicy.metricsFrom needs metrics.port: with /metrics on the http port, the scraper must be in networkPolicy.ingressFrom" }}
+  {{- end }}
+  {{- if and (or $v.serviceMonitor.enabled $v.podMonitoring.enabled) (ne (include "kvcrud.authModes" .) "none") }}
+    {{- $problems = append $problems "serviceMonitor and podMonitoring need metrics.port when auth.mode is not none: on the http port /metrics needs a credential, which the scrapers do not send" }}
   {{- end }}
 {{- end }}
 {{- $tracing := $v.tracing }}

@@ -1,26 +1,59 @@
-import type { Middleware } from 'koa';
+import bourne from '@hapi/bourne';
+import type { Context, Middleware } from 'koa';
 import { HttpMethodEnum, koaBody } from 'koa-body';
 import { ApiError } from '../../service/errors.ts';
 import type { AppState } from '../app-state.ts';
+import { shorten } from '../quoted.ts';
 
 const JSON_TYPES = ['application/json', '+json'];
 
+export interface JsonBodyOptions {
+  /** Largest body, in bytes after decompression. */
+  readonly limitBytes: number;
+  /**
+   * Least average rate, in bytes per second, at which the body must arrive once `rateGraceMs` has
+   * passed; 0 for none. A slower body is refused with 408 REQUEST_TIMEOUT and its connection closed.
+   */
+  readonly minBytesPerSecond?: number;
+  /** How long a body may take before its rate is checked. */
+  readonly rateGraceMs?: number;
+}
+
+/** How long a body may take before its rate is checked: a round trip or two on a slow link, and `Expect: 100-continue`. */
+export const BODY_RATE_GRACE_MS = 1000;
+/** How often the rate is checked. */
+const RATE_CHECK_INTERVAL_MS = 250;
+
+// JSON text is UTF-8 (RFC 8259 §8.1). fatal: bytes that are not UTF-8 are an error, not U+FFFD.
+const STRICT_UTF8 = new TextDecoder('utf-8', { fatal: true });
+// What may come before the first value, per RFC 8259; a body must be an object or an array.
+const OBJECT_OR_ARRAY = /^[\x20\x09\x0a\x0d]*[[{]/;
+
 /**
- * jsonBody parses a JSON request body (with koa-body) into ctx.request.body, enforcing the size
- * limit, and turns every way a body can be unacceptable into its API error. Without a body,
- * ctx.request.body stays undefined, for the schema to report as missing.
+ * jsonBody reads a JSON request body into ctx.request.body and turns every way a body can be
+ * unacceptable into its API error, with a 4xx status: a wrong or repeated Content-Type or
+ * charset, a Content-Encoding it cannot read or that does not match the bytes (truncated or not
+ * compressed at all), a body over the size limit (also once decompressed), arriving too slowly,
+ * cut short, not UTF-8, not JSON, not an object or array, or with a `__proto__` key. Without a
+ * body, ctx.request.body stays undefined, for the schema to report as missing.
+ *
+ * koa-body reads the bytes (decompressing them with co-body) as latin1, which maps each byte to
+ * one character and back without loss; they are then decoded as UTF-8 strictly here. A body with
+ * bytes that are not UTF-8 is refused, so no caller's key or value is ever silently replaced.
  */
-export function jsonBody(options: { limitBytes: number }): Middleware<AppState> {
-  const parse = koaBody({
-    json: true,
-    jsonTypes: JSON_TYPES,
-    jsonStrict: true,
-    jsonLimit: options.limitBytes,
+export function jsonBody(options: JsonBodyOptions): Middleware<AppState> {
+  const read = koaBody({
+    json: false,
+    text: true,
+    textTypes: JSON_TYPES,
+    encoding: 'latin1',
+    textLimit: options.limitBytes,
     urlencoded: false,
-    text: false,
     multipart: false,
     parsedMethods: [HttpMethodEnum.POST, HttpMethodEnum.PUT, HttpMethodEnum.PATCH, HttpMethodEnum.DELETE],
   });
+  const minRate = options.minBytesPerSecond ?? 0;
+  const graceMs = options.rateGraceMs ?? BODY_RATE_GRACE_MS;
 
   return async (ctx, next) => {
     const type = ctx.is(JSON_TYPES);
@@ -28,38 +61,115 @@ export function jsonBody(options: { limitBytes: number }): Middleware<AppState> 
       await next(); // no body: ctx.request.body stays undefined
       return;
     }
+    // Node keeps the first of repeated Content-Type headers; a proxy may have read the last.
+    if ((ctx.req.headersDistinct['content-type']?.length ?? 0) > 1) {
+      throw new ApiError('UNSUPPORTED_MEDIA_TYPE', 'Send one Content-Type header, not several.');
+    }
     if (type === false) {
-      throw new ApiError('UNSUPPORTED_MEDIA_TYPE', `The body must be application/json, not "${ctx.get('Content-Type')}".`);
+      throw new ApiError('UNSUPPORTED_MEDIA_TYPE', `The body must be application/json, not "${shorten(ctx.get('Content-Type'))}".`);
     }
     const charset = ctx.request.charset.toLowerCase();
     if (charset !== '' && charset !== 'utf-8' && charset !== 'utf8') {
-      throw new ApiError('UNSUPPORTED_MEDIA_TYPE', `The body must be UTF-8, not "${charset}".`);
+      throw new ApiError('UNSUPPORTED_MEDIA_TYPE', `The body must be UTF-8, not "${shorten(charset)}".`);
     }
+    // Content codings are case-insensitive (RFC 9110 §8.4.1); the decompressor knows them in lowercase.
+    const coding = ctx.req.headers['content-encoding'];
+    if (coding !== undefined) ctx.req.headers['content-encoding'] = coding.trim().toLowerCase();
+
+    let bytes: Buffer;
     try {
-      await parse(ctx, async () => {});
+      bytes = await withMinimumRate(ctx, { minRate, graceMs }, async () => {
+        await read(ctx, async () => {});
+        const text: unknown = ctx.request.body;
+        return Buffer.from(typeof text === 'string' ? text : '', 'latin1');
+      });
     } catch (error) {
-      throw bodyError(error, options.limitBytes);
+      throw bodyError(error, options.limitBytes, coding);
+    } finally {
+      // The latin1 text is not the body; nothing may read it.
+      delete ctx.request.body;
     }
+    ctx.request.body = parseJson(bytes) as NonNullable<typeof ctx.request.body>;
     await next();
   };
 }
 
-// co-body and raw-body report with http-errors style status and type fields.
-function bodyError(error: unknown, limitBytes: number): unknown {
-  const { status, type } = error as { status?: number; type?: string };
+/** Parses the bytes of a body as a JSON object or array in UTF-8, or throws MALFORMED_JSON. */
+export function parseJson(bytes: Uint8Array): unknown {
+  let text: string;
+  try {
+    text = STRICT_UTF8.decode(bytes);
+  } catch {
+    throw new ApiError('MALFORMED_JSON', 'The body is not valid UTF-8. Send bytes that are not UTF-8 text in base64.');
+  }
+  if (!OBJECT_OR_ARRAY.test(text)) throw new ApiError('MALFORMED_JSON', 'The body is not a JSON object or array.');
+  try {
+    // bourne: JSON.parse that refuses `__proto__` keys, which could pollute prototypes downstream.
+    return bourne.parse(text, { protoAction: 'error' });
+  } catch (error) {
+    // The parser's message says where the JSON breaks; it holds nothing but the caller's own input.
+    const reason = error instanceof Error ? `: ${shorten(error.message)}` : '';
+    throw new ApiError('MALFORMED_JSON', `The body is not a valid JSON object or array${reason}.`);
+  }
+}
+
+/** Thrown (and mapped to 408) when a body arrives slower than the minimum rate. */
+class BodyTooSlowError extends Error {}
+
+/**
+ * Runs `reading` and fails it with BodyTooSlowError when, after the grace period, the bytes
+ * received since it started average less than `minRate` per second. The rest of such a body is
+ * never read, so its connection is closed after the answer.
+ */
+async function withMinimumRate<T>(ctx: Context, rate: { minRate: number; graceMs: number }, reading: () => Promise<T>): Promise<T> {
+  if (rate.minRate <= 0) return reading();
+  const { socket } = ctx.req;
+  const startBytes = socket.bytesRead;
+  const started = performance.now();
+  let timer: NodeJS.Timeout | undefined;
+  const tooSlow = new Promise<never>((_, reject) => {
+    timer = setInterval(() => {
+      const elapsedMs = performance.now() - started;
+      if (elapsedMs < rate.graceMs) return;
+      if (socket.bytesRead - startBytes < (rate.minRate * elapsedMs) / 1000) reject(new BodyTooSlowError());
+    }, RATE_CHECK_INTERVAL_MS);
+    timer.unref();
+  });
+  const body = reading();
+  try {
+    return await Promise.race([body, tooSlow]);
+  } catch (error) {
+    if (error instanceof BodyTooSlowError) {
+      (ctx.state as AppState).shedBy = 'body_rate';
+      // The reader fails once the connection closes; nobody waits for it any more.
+      body.catch(() => {});
+      ctx.set('Connection', 'close');
+    }
+    throw error;
+  } finally {
+    clearInterval(timer);
+  }
+}
+
+// raw-body reports with http-errors style status and type fields; zlib with its own codes.
+function bodyError(error: unknown, limitBytes: number, coding: string | undefined): unknown {
+  if (error instanceof BodyTooSlowError) {
+    return new ApiError('REQUEST_TIMEOUT', 'The body arrived too slowly. Send it at once, or at least at the rate the service asks for.');
+  }
+  const { status, type, code, errno } = error as { status?: number; type?: string; code?: unknown; errno?: unknown };
   if (status === 413) {
     return new ApiError('PAYLOAD_TOO_LARGE', `The body is larger than the limit of ${limitBytes} bytes.`);
   }
   if (status === 415) {
-    return new ApiError('UNSUPPORTED_MEDIA_TYPE', 'The body has a content encoding or charset the service cannot read.');
+    return new ApiError('UNSUPPORTED_MEDIA_TYPE', `The body has a Content-Encoding the service cannot read ("${shorten(coding ?? '')}"); use gzip, deflate or br.`);
   }
   if (type === 'request.aborted' || type === 'request.size.invalid') {
     return new ApiError('MALFORMED_JSON', 'The body was cut short.');
   }
-  if (status === 400 || error instanceof SyntaxError) {
-    // The parser's message says where the JSON breaks; it holds nothing but the caller's own input.
-    const reason = error instanceof Error ? `: ${error.message}` : '';
-    return new ApiError('MALFORMED_JSON', `The body is not a valid JSON object or array${reason}.`);
+  // The decompressor's errors (zlib's Z_DATA_ERROR, Z_BUF_ERROR for data cut short, brotli's
+  // ERR__ERROR_FORMAT_*…): data that is not in the format Content-Encoding names.
+  if (coding !== undefined && coding.trim().toLowerCase() !== 'identity' && typeof code === 'string' && typeof errno === 'number') {
+    return new ApiError('MALFORMED_JSON', `The body is not valid ${shorten(coding ?? '')} data, as its Content-Encoding says it is.`);
   }
   return error;
 }

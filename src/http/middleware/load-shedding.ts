@@ -1,35 +1,36 @@
 import type { Middleware } from 'koa';
 import { ApiError } from '../../service/errors.ts';
 import type { AppState } from '../app-state.ts';
-
-export interface LoadSheddingOptions {
-  /** Most requests handled at once; the next one is refused at once. */
-  readonly maxInflight: number;
-  /** Requests never refused nor counted, such as the probes: an overloaded pod is still alive. */
-  readonly exempt: (path: string) => boolean;
-}
+import { callerKey } from '../caller-key.ts';
+import type { InflightLimits } from '../inflight-limits.ts';
 
 /**
- * loadShedding bounds the requests in flight. Past the bound a request is answered at once with
- * 503 OVERLOADED and `Retry-After` (set by the problem responder) instead of waiting in a queue
- * that has no limit: under overload the callers' retries, spread by their backoff, are cheaper
- * for everyone than requests that time out after holding memory and sockets.
+ * loadShedding bounds the requests in flight: `limits.total` in all (MAX_INFLIGHT) and
+ * `limits.perKey` for one caller (MAX_INFLIGHT_PER_CALLER), so that one caller cannot take every
+ * slot. It runs after authentication, so a request counts only once its caller is known (a
+ * credential being checked counts against the separate, smaller budget of authenticate). Past a
+ * bound a request is answered at once instead of waiting in a queue that has no limit: 429
+ * RATE_LIMITED for a caller over its own bound, 503 OVERLOADED when the service is full, both
+ * with `Retry-After` (set by the problem responder). Under overload the callers' retries, spread
+ * by their backoff, are cheaper for everyone than requests that time out after holding memory
+ * and sockets.
  */
-export function loadShedding(options: LoadSheddingOptions): Middleware<AppState> {
-  let inflight = 0;
+export function loadShedding(limits: InflightLimits): Middleware<AppState> {
   return async (ctx, next) => {
-    if (options.exempt(ctx.path)) {
-      await next();
-      return;
+    const key = callerKey(ctx);
+    const refused = limits.acquire(key);
+    if (refused === 'key') {
+      ctx.state.shedBy = 'inflight_per_caller';
+      throw new ApiError('RATE_LIMITED', `This caller has ${limits.perKey} requests in flight, as many as one caller may. Retry shortly.`);
     }
-    if (inflight >= options.maxInflight) {
-      throw new ApiError('OVERLOADED', `The service is handling ${options.maxInflight} requests, its limit. Retry shortly.`);
+    if (refused === 'total') {
+      ctx.state.shedBy = 'inflight';
+      throw new ApiError('OVERLOADED', `The service is handling ${limits.total} requests, its limit. Retry shortly.`);
     }
-    inflight += 1;
     try {
       await next();
     } finally {
-      inflight -= 1;
+      limits.release(key);
     }
   };
 }

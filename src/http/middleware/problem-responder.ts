@@ -1,3 +1,4 @@
+import type { IncomingMessage } from 'node:http';
 import type { Middleware } from 'koa';
 import { ApiError } from '../../service/errors.ts';
 import type { AppState } from '../app-state.ts';
@@ -26,9 +27,12 @@ export function problemResponder(): Middleware<AppState> {
       ctx.type = 'application/problem+json';
       ctx.body = problem;
       // A 429 carries the delay its rate limiter computed; a 503 gets the fixed one.
-      if (problem.status === 503 || (problem.status === 429 && ctx.response.get('Retry-After') === '')) {
+      if (problem.status === 503 || (problem.status === 429 && ctx.response.headers['retry-after'] === undefined)) {
         ctx.set('Retry-After', String(RETRY_AFTER_SECONDS));
       }
+      // A body refused before it was read would otherwise be read to its end and thrown away, for
+      // as long as the client takes to send it: the connection is closed instead.
+      if (hasBody(ctx.req) && !ctx.req.complete) ctx.set('Connection', 'close');
       ctx.state.problem = { code: problem.code, cause: error };
     }
   };
@@ -42,4 +46,8 @@ function throwForUnanswered(status: number, method: string, path: string, allow:
   if (status === 404 || status === 405 || status === 501) {
     throw new ApiError('ROUTE_NOT_FOUND', `No endpoint at ${path}.`);
   }
+}
+
+function hasBody(request: IncomingMessage): boolean {
+  return request.headers['transfer-encoding'] !== undefined || Number(request.headers['content-length'] ?? 0) > 0;
 }

@@ -1,7 +1,7 @@
 import type { Middleware } from 'koa';
-import { ANONYMOUS } from '../../auth/access.ts';
 import { ApiError } from '../../service/errors.ts';
 import type { AppState } from '../app-state.ts';
+import { callerKey } from '../caller-key.ts';
 import { TokenBuckets } from '../token-buckets.ts';
 
 export interface RateLimitOptions {
@@ -15,18 +15,15 @@ export interface RateLimitOptions {
  * rateLimit gives each caller a token bucket of `perSecond` tokens, refilled at `perSecond` a
  * second; a request takes one, and a caller whose bucket is empty gets 429 RATE_LIMITED with
  * `Retry-After`, the whole seconds until a token is back. The caller is the authenticated
- * principal (ctx.state.principal, set by authentication, which must run before this) or, for
- * anonymous requests (AUTH_MODE none), the client's address.
+ * principal (authentication must run before this) or, for anonymous requests, the client's
+ * address (see callerKey).
  */
 export function rateLimit(options: RateLimitOptions): Middleware<AppState> {
   const buckets = new TokenBuckets({ ratePerSecond: options.perSecond, capacity: options.perSecond, now: options.now });
   return async (ctx, next) => {
-    const principal = (ctx.state as { principal?: unknown }).principal;
-    // With AUTH_MODE none every caller is "anonymous": one bucket for all would let one caller
-    // starve the rest, so anonymous callers are told apart by address.
-    const named = typeof principal === 'string' && principal !== '' && principal !== ANONYMOUS.name;
-    const waitMs = buckets.take(named ? `principal:${principal}` : `address:${ctx.ip}`);
+    const waitMs = buckets.take(callerKey(ctx));
     if (waitMs > 0) {
+      ctx.state.shedBy = 'rate_limit';
       ctx.set('Retry-After', String(Math.max(1, Math.ceil(waitMs / 1000))));
       throw new ApiError('RATE_LIMITED', `More than ${options.perSecond} requests per second. Retry after the Retry-After delay.`);
     }

@@ -14,7 +14,7 @@ const ROUTINE_ROUTES: ReadonlySet<string> = new Set(['/healthz', '/readyz', '/me
 
 export interface RequestTelemetryOptions {
   readonly logger: Logger;
-  readonly metrics: Pick<Metrics, 'httpRequestDuration' | 'httpRequestsInFlight'>;
+  readonly metrics: Pick<Metrics, 'httpRequestDuration' | 'httpRequestsInFlight' | 'httpRequestsShed'>;
 }
 
 /**
@@ -37,6 +37,8 @@ export function requestTelemetry({ logger, metrics }: RequestTelemetryOptions): 
       const route = routeTemplate(ctx);
       metrics.httpRequestsInFlight.dec();
       metrics.httpRequestDuration.observe({ method: ctx.method, route, status_code: String(ctx.status) }, durationMs / 1000);
+
+      if (ctx.state.shedBy !== undefined) metrics.httpRequestsShed.inc({ limit: ctx.state.shedBy });
       logRequest(logger, ctx, { route, durationMs, aborted, ids });
     });
     try {

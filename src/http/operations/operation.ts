@@ -118,7 +118,7 @@ function validateInput<Params, Query, Body>(spec: OperationSpec<Params, Query, B
 const NOTHING = Joi.object({});
 
 /** Codes any operation with a JSON body may answer with. */
-export const BODY_ERRORS: readonly ErrorCode[] = ['MALFORMED_JSON', 'UNSUPPORTED_MEDIA_TYPE', 'PAYLOAD_TOO_LARGE'];
+export const BODY_ERRORS: readonly ErrorCode[] = ['MALFORMED_JSON', 'UNSUPPORTED_MEDIA_TYPE', 'PAYLOAD_TOO_LARGE', 'REQUEST_TIMEOUT'];
 
 /** Codes every operation may answer with when callers must authenticate (AUTH_MODE other than none). */
 export const AUTH_ERRORS: readonly ErrorCode[] = ['UNAUTHENTICATED', 'PERMISSION_DENIED'];

@@ -10,6 +10,8 @@ import type { Operation, Services } from './operation.ts';
 export interface RegistrationOptions {
   readonly services: Services;
   readonly maxBodyBytes: number;
+  /** Least rate a body must arrive at after a grace second (0: none); slower: 408 REQUEST_TIMEOUT. */
+  readonly minBodyBytesPerSecond?: number;
   readonly authenticate: Middleware<AppState>;
   readonly rateLimit?: Middleware<AppState> | undefined;
   /**
@@ -23,13 +25,14 @@ export interface RegistrationOptions {
 
 /**
  * registerOperations serves each operation on the router. For each request: the caller is
- * authenticated first (401), then rate limited if configured (429), then the operation's guards
+ * authenticated first (401) and counted against the in-flight bounds (`authenticate` does both),
+ * then rate limited if configured (429), then the operation's guards
  * run (403, 404), then the body's media type and size are checked, then the input is validated,
  * and only then does the operation run. Nothing about a request is looked at for a caller who
  * may not make it.
  */
 export function registerOperations(router: Router<AppState>, operations: readonly Operation[], options: RegistrationOptions): void {
-  const body = jsonBody({ limitBytes: options.maxBodyBytes });
+  const body = jsonBody({ limitBytes: options.maxBodyBytes, minBytesPerSecond: options.minBodyBytesPerSecond ?? 0 });
   const pathParams = options.pathParams ?? ((ctx: RouterContext<AppState>) => ctx.params);
   for (const operation of operations) {
     const lists = listParameters(operation.query);

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import type { Router } from '@koa/router';
-import type { Middleware } from 'koa';
+import type { Middleware, ParameterizedContext } from 'koa';
 import { koaSwagger } from 'koa2-swagger-ui';
 import { ApiError, ERROR_CODES } from '../../service/errors.ts';
 import type { AppState } from '../app-state.ts';
@@ -35,11 +35,15 @@ const EXPLORER_CSP = [
  * (koa2-swagger-ui) with its swagger-ui assets from this service rather than a CDN, and a page
  * per problem type, so the `type` URI of every error resolves.
  *
- * `guard` (AUTH_PROTECT_DOCS) runs before the explorer page and the document. The swagger-ui
+ * `openApiJson` gives the document for the request's reader (see openApiDocuments). `guard`
+ * (AUTH_PROTECT_DOCS) runs before the explorer page and the document. The swagger-ui
  * assets (public library code) and the problem pages (which 401 answers link to) stay open.
  */
-export function docsRoutes(router: Router<AppState>, openApiDocument: object, guard: readonly Middleware<AppState>[] = []): void {
-  const openApiJson = JSON.stringify(openApiDocument);
+export function docsRoutes(
+  router: Router<AppState>,
+  openApiJson: (ctx: ParameterizedContext<AppState>) => string,
+  guard: readonly Middleware<AppState>[] = [],
+): void {
   const assets = new Map(
     Object.entries(ASSETS).map(([name, asset]) => [name, { body: readFileSync(join(SWAGGER_UI_DIR, asset.file)), type: asset.type }]),
   );
@@ -82,7 +86,7 @@ export function docsRoutes(router: Router<AppState>, openApiDocument: object, gu
 
   router.get('/openapi.json', ...guard, (ctx) => {
     ctx.type = 'application/json';
-    ctx.body = openApiJson;
+    ctx.body = openApiJson(ctx);
   });
 
   router.get('/problems/:slug', (ctx) => {
