@@ -23,6 +23,8 @@ export interface TestAppOptions {
   readonly emulatorHost?: string;
   /** How many instances to serve; each gets a fresh random ID, so suites never share data. */
   readonly instanceCount?: number;
+  /** The instance IDs to serve instead (to share a store's data with another app). */
+  readonly instances?: readonly string[];
   readonly maxBodyBytes?: number;
   readonly storeTimeoutMs?: number;
   readonly maxInflight?: number;
@@ -74,7 +76,7 @@ export function randomInstanceId(): string {
 
 /** Starts the real app in this process on a free port, with a fresh store. */
 export async function startTestApp(options: TestAppOptions): Promise<TestApp> {
-  const instances = Array.from({ length: options.instanceCount ?? 1 }, randomInstanceId);
+  const instances = options.instances ?? Array.from({ length: options.instanceCount ?? 1 }, randomInstanceId);
   const logs: Array<Record<string, unknown>> = [];
   const logger = createLogger('debug', { write: (line: string) => void logs.push(JSON.parse(line) as Record<string, unknown>) });
   const real = options.harness
