@@ -109,9 +109,8 @@ function checkText(value: string, helpers: CustomHelpers): string | Joi.ErrorRep
 }
 
 /** A byte string in a JSON body: base64 in base64 mode or when its object says so, else UTF-8 text. */
-function bodyBytes(description: string) {
-  return Joi.string()
-    .allow('')
+function bodyBytes(description: string, empty = true) {
+  return (empty ? Joi.string().allow('') : Joi.string())
     .custom((value: string, helpers) => {
       if (!requestInBase64(helpers) && !objectInBase64(helpers)) return checkText(value, helpers);
       return BASE64.test(value) ? value : helpers.message({ custom: '{{#label}} is not valid base64 (RFC 4648, padded)' });
@@ -313,7 +312,7 @@ export const mutateRowBody = Joi.object<MutateRowBody>({ mutations: mutations.re
 
 export const batchGetBody = Joi.object<BatchGetBody>({
   keys: Joi.array()
-    .items(bodyBytes('Row key').min(1))
+    .items(bodyBytes('Row key', false))
     .min(1)
     .required()
     .description("Row keys, at most the store's `entriesPerBatch`; they may repeat. Answered in this order."),
@@ -324,7 +323,7 @@ export const batchGetBody = Joi.object<BatchGetBody>({
   .required();
 
 const entryBody = Joi.object<EntryBody>({
-  key: bodyBytes('Row key').min(1).required(),
+  key: bodyBytes('Row key', false).required(),
   encoding: Joi.string().valid('base64').description('"base64": this key is base64.'),
   mutations: mutations.required(),
 }).label('entry');
