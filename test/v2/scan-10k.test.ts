@@ -66,7 +66,7 @@ function scanOf10k(name: string, store: HarnessFactory): void {
       const { keys, pages } = await scanAll(app());
       expect(keys.length).to.equal(ROWS);
       expectAscending(keys);
-      expect(keys.map((key) => key.toString('hex'))).to.deep.equal([...original].sort(Buffer.compare).map((key) => key.toString('hex')));
+      expect(keys.map((key) => key.toString('hex'))).to.deep.equal([...original].sort((a, b) => Buffer.compare(a, b)).map((key) => key.toString('hex')));
       expect(pages).to.deep.equal([...Array<number>(ROWS / PAGE_SIZE).fill(PAGE_SIZE), 0].slice(0, pages.length));
     });
 
