@@ -13,6 +13,11 @@ export interface AppState {
   principal?: string;
   /** The authenticated caller with its grants; set with `principal`. */
   caller?: Caller;
+  /**
+   * The name of the store the request works on, set once it is known to be served (v1: the
+   * default store, once the instance is). Logged with the request.
+   */
+  store?: string;
   /** Set by problemResponder when the request failed: the code answered and what was thrown. */
   problem?: { readonly code: ErrorCode; readonly cause: unknown };
 }

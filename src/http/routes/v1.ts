@@ -143,6 +143,7 @@ export function v1Routes(
   // The service checks the instance too; this runs it before the body is read and validated.
   const servedInstance: RouterMiddleware<AppState> = (ctx, next) => {
     service.requireInstance(ctx.params['instanceID'] ?? '');
+    ctx.state.store = options.defaultStore;
     return next();
   };
 
