@@ -75,9 +75,9 @@ server.on('listening', () => {
       { driver: store.driver, instances: store.instances, ...findDriver(store.driver)?.describe(store.settings) },
     ]),
   );
-  const defaultStore = config.stores.default;
+  // The default store at the top, as the line had it with one store; then every store.
   logger.info(
-    { port, store: defaultStore.name, instances: defaultStore.instances, stores: described, auth },
+    { port, store: config.stores.default.name, ...described[config.stores.default.name], stores: described, auth },
     `kvcrud listening on port ${port}`,
   );
   if (config.auth.modes.length === 0) {

@@ -15,6 +15,11 @@ export interface AppState {
   caller?: Caller;
   /** Set by the middleware that refused the request to protect the service: which bound it was (a metric label). */
   shedBy?: ShedLimit;
+  /**
+   * The name of the store the request works on, set once it is known to be served (v1: the
+   * default store, once the instance is). Logged with the request.
+   */
+  store?: string;
   /** Set by problemResponder when the request failed: the code answered and what was thrown. */
   problem?: { readonly code: ErrorCode; readonly cause: unknown };
 }

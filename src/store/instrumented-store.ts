@@ -199,7 +199,7 @@ export function instrumentStores(stores: StoreSet, instrumentation: StoreInstrum
  */
 function checkCallable(options: CallOptions): void {
   if (options.signal?.aborted === true) throw callerGone();
-  if (Date.now() >= options.deadline) throw new StoreError('DEADLINE_EXCEEDED', 'deadline passed before the store was called');
+  if (Date.now() >= options.deadline) throw new StoreError('DEADLINE_EXCEEDED', 'the deadline passed before the call started');
 }
 
 function tableAttributes(ref: TableRef): Attributes {

@@ -133,7 +133,9 @@ export function storesFromFile(path: string): StoresResult {
   }
   const problems: string[] = [];
   const problem = (message: string) => problems.push(`STORES_FILE: ${message}`);
-  const file = fileSchema.validate(document.toJS(), OPTIONS);
+  const content: unknown = document.toJS();
+  if (typeof content !== 'object' || content === null || Array.isArray(content)) return { problems: ['STORES_FILE: the file must be a map of stores (and default)'] };
+  const file = fileSchema.validate(content, OPTIONS);
   if (file.error) {
     for (const detail of file.error.details) problem(detail.message);
     return { problems };

@@ -26,7 +26,7 @@ describe('the request log', () => {
       await app().api.post(`${v1()}/createTable`, { tableName: 'orders', columnFamily: 'cf' });
     });
 
-    it('is one JSON line per request: method, route template, status, duration, request id, trace id', async () => {
+    it('is one JSON line per request: method, route template, store, status, duration, request id, trace id', async () => {
       const response = await app().api.get(`${v1()}/readCellData?tableName=orders&id=r1`, { headers: { 'x-request-id': 'log-line-1' } });
       expect(response.status).to.equal(404);
       const lines = linesOf(app(), 'log-line-1');
@@ -37,6 +37,8 @@ describe('the request log', () => {
         requestId: 'log-line-1',
         method: 'GET',
         route: '/v1/:instanceID/readCellData',
+        // v1 works on the default store, named by its name.
+        store: app().storeName,
         status: 404,
         code: 'ROW_NOT_FOUND',
         msg: 'GET /v1/:instanceID/readCellData 404',

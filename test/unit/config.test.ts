@@ -403,7 +403,8 @@ stores:
       'STORES_FILE: stores must name at least one store',
       'STORES_FILE: extra is not allowed',
     ]);
-    expect(problemsOf(storesFile('- a'))).to.deep.equal(['STORES_FILE: value must be of type object']);
+    for (const text of ['- a', '']) expect(problemsOf(storesFile(text))).to.deep.equal(['STORES_FILE: the file must be a map of stores (and default)']);
+    expect(problemsOf(storesFile('stores: 3'))).to.deep.equal(['STORES_FILE: stores must be of type object']);
   });
 
   it('lists STORES_FILE and the variables it replaces among the variables the service reads', () => {

@@ -137,6 +137,7 @@ function logRequest(logger: Logger, ctx: Context & { state: AppState }, outcome:
   // Set by the authentication middleware: the caller's name, never its credential.
   const principal: unknown = (ctx.state as { principal?: unknown }).principal;
   if (typeof principal === 'string') line['principal'] = principal;
+  if (ctx.state.store !== undefined) line['store'] = ctx.state.store;
   if (problem !== undefined) line['code'] = problem.code;
   if (problem !== undefined && failed) line['err'] = problem.cause;
   if (outcome.aborted) line['aborted'] = true;

@@ -167,6 +167,7 @@ export function v1Guards(services: Services, defaultStore: string): (operation: 
     if (!services.stores.default.instances.includes(instanceID)) {
       throw new ApiError('INSTANCE_NOT_FOUND', `Instance "${shorten(instanceID)}" is not served by this service.`);
     }
+    ctx.state.store = defaultStore;
     return next();
   };
   return (operation) => [authorize(operation.role, operation.operationId, defaultStore), servedInstance];

@@ -13,7 +13,7 @@ import type { Operation, Services } from '../operations/operation.ts';
  */
 export function v2Guards(services: Services, defaultStore: string): (operation: Operation) => Array<RouterMiddleware<AppState>> {
   const servedTarget: RouterMiddleware<AppState> = (ctx, next) => {
-    services.stores.instance(ctx.params['store'] ?? '', ctx.params['instance'] ?? '');
+    ctx.state.store = services.stores.instance(ctx.params['store'] ?? '', ctx.params['instance'] ?? '').name;
     return next();
   };
   return (operation) => {
