@@ -172,34 +172,10 @@ export class EmbeddedStore implements DataStore, legacy.DataStore {
   }
 
   readRows(ref: TableRef, keys: readonly Buffer[], selection: ReadSelection, options: CallOptions): Promise<Array<Row | null>> {
-    const rows = new Array<MutableRow | null>(keys.length).fill(null);
-    const collect = (decoder: Decoder) =>
-      decodeSegments(decoder, (index, key) => {
-        const row = rows[index] ?? { key: keys[index] ?? key, cells: [] };
-        rows[index] = row;
-        return row.cells;
-      });
-    return this.#read(
-      Kind.readRows,
-      options,
-      {
-        part: collect,
-        done(decoder) {
-          collect(decoder);
-          return rows;
-        },
-      },
-      (encoder) => {
-        encoder.string(ref.instance);
-        encoder.string(ref.table);
-        encodeSelection(encoder, selection);
-        encoder.u32(keys.length);
-        for (const key of keys) encoder.bytes(key);
-      },
-    );
+    return this.#readRows(ref, keys, selection, options, makeCell);
   }
 
-  async *scanRows(ref: TableRef, scan: ScanRequest, options: CallOptions): AsyncIterable<Row> {
+    async *scanRows(ref: TableRef, scan: ScanRequest, options: CallOptions): AsyncIterable<Row> {
     let remaining = scan.limit;
     let tableId = 0;
     let chunk = this.#scanChunk(ref, scan, tableId, undefined, Math.min(remaining, SCAN_CHUNK_ROWS), options);
@@ -247,19 +223,45 @@ export class EmbeddedStore implements DataStore, legacy.DataStore {
   // v1 methods, over the ones above.
 
   async writeRow(ref: TableRef, rowKey: Buffer, cells: readonly legacy.CellWrite[], options: CallOptions): Promise<void> {
-    const mutations = cells.map(
-      (cell): Mutation => ({ type: 'set', family: cell.family, column: cell.qualifier, value: cell.value, timestampMicros: cell.timestampMicros }),
-    );
-    await this.mutateRow(ref, rowKey, mutations, options);
+    const [error] = await this.#mutate(ref, [{ key: rowKey, mutations: cells }], options);
+    if (error !== undefined) throw error;
   }
 
   async readRow(ref: TableRef, rowKey: Buffer, options: CallOptions): Promise<legacy.Cell[] | null> {
-    const [row] = await this.readRows(ref, [rowKey], { versions: 1 }, options);
-    if (row === null || row === undefined) return null;
-    return row.cells.map((cell) => ({ family: cell.family, qualifier: cell.column, value: cell.value, timestampMicros: cell.timestampMicros }));
+    const [row] = await this.#readRows(ref, [rowKey], { versions: 1 }, options, makeLegacyCell);
+    return row?.cells ?? null;
   }
 
-  #mutate(ref: TableRef, entries: readonly RowMutations[], options: CallOptions): Promise<Array<StoreError | undefined>> {
+  /** readRows, making each cell with `make` as it is decoded (the v1 methods have cells of their own shape). */
+  #readRows<C>(ref: TableRef, keys: readonly Buffer[], selection: ReadSelection, options: CallOptions, make: CellMaker<C>) {
+    const rows = new Array<RowOf<C> | null>(keys.length).fill(null);
+    const collect = (decoder: Decoder) =>
+      decodeSegments(decoder, make, (index, key) => {
+        const row = rows[index] ?? { key: keys[index] ?? key, cells: [] };
+        rows[index] = row;
+        return row.cells;
+      });
+    return this.#read(
+      Kind.readRows,
+      options,
+      {
+        part: collect,
+        done(decoder) {
+          collect(decoder);
+          return rows;
+        },
+      },
+      (encoder) => {
+        encoder.string(ref.instance);
+        encoder.string(ref.table);
+        encodeSelection(encoder, selection);
+        encoder.u32(keys.length);
+        for (const key of keys) encoder.bytes(key);
+      },
+    );
+  }
+
+  #mutate(ref: TableRef, entries: readonly EncodableEntry[], options: CallOptions): Promise<Array<StoreError | undefined>> {
     if (this.#closed !== undefined) return Promise.reject(closedError());
     const reader: AnswerReader<Array<StoreError | undefined>> = {
       done(decoder) {
@@ -279,15 +281,16 @@ export class EmbeddedStore implements DataStore, legacy.DataStore {
   }
 
   #scanChunk(ref: TableRef, scan: ScanRequest, tableId: number, after: Buffer | undefined, limit: number, options: CallOptions) {
-    const rows: MutableRow[] = [];
+    const rows: Array<RowOf<Cell>> = [];
     let continuing = false;
     const collect = (decoder: Decoder) => {
       continuing = decodeSegments(
         decoder,
+        makeCell,
         (_, key, continued) => {
           const last = rows.at(-1);
           if (continued && last !== undefined) return last.cells;
-          const row: MutableRow = { key, cells: [] };
+          const row: RowOf<Cell> = { key, cells: [] };
           rows.push(row);
           return row.cells;
         },
@@ -344,8 +347,10 @@ export class EmbeddedStore implements DataStore, legacy.DataStore {
 
   #read<T>(kind: number, options: CallOptions, reader: AnswerReader<T>, write: (encoder: Encoder) => void): Promise<T> {
     if (this.#closed !== undefined) return Promise.reject(closedError());
+    // An idle reader if there is one, else the one most recently idle: a read queued behind a
+    // large one waits for all of it.
     let thread = this.#readers[0] as ThreadClient;
-    for (const candidate of this.#readers) if (candidate.load < thread.load) thread = candidate;
+    for (const candidate of this.#readers) if (candidate.busySince > thread.busySince) thread = candidate;
     return thread.request(kind, options.deadline, write, reader, options.signal);
   }
 
@@ -355,9 +360,19 @@ function closedError(): StoreError {
   return new StoreError('UNAVAILABLE', 'the embedded store is closed');
 }
 
-interface MutableRow {
+interface RowOf<C> {
   readonly key: Buffer;
-  readonly cells: Cell[];
+  readonly cells: C[];
+}
+
+type CellMaker<C> = (family: string, column: Buffer, value: Buffer, timestampMicros: bigint) => C;
+const makeCell: CellMaker<Cell> = (family, column, value, timestampMicros) => ({ family, column, value, timestampMicros });
+const makeLegacyCell: CellMaker<legacy.Cell> = (family, qualifier, value, timestampMicros) => ({ family, qualifier, value, timestampMicros });
+
+/** An entry to encode: v2 mutations, or the cells of a v1 writeRow (each a set). */
+interface EncodableEntry {
+  readonly key: Buffer;
+  readonly mutations: ReadonlyArray<Mutation | legacy.CellWrite>;
 }
 
 const NO_ANSWER: AnswerReader<void> = { done: () => undefined };
@@ -368,7 +383,12 @@ const NO_ANSWER: AnswerReader<void> = { done: () => undefined };
  * (`continuing` for the first: the last segment of the previous part was not complete). Returns
  * whether the last segment's row goes on in the next part.
  */
-function decodeSegments(decoder: Decoder, rowOf: (index: number, key: Buffer, continued: boolean) => Cell[], continuing = false): boolean {
+function decodeSegments<C>(
+  decoder: Decoder,
+  make: CellMaker<C>,
+  rowOf: (index: number, key: Buffer, continued: boolean) => C[],
+  continuing = false,
+): boolean {
   let continued = continuing;
   for (let segments = decoder.u32(), s = 0; s < segments; s++) {
     const index = decoder.u32();
@@ -379,7 +399,7 @@ function decodeSegments(decoder: Decoder, rowOf: (index: number, key: Buffer, co
       if (decoder.u8() === 1) family = decoder.string();
       const column = decoder.bytes();
       const value = decoder.bytes();
-      cells.push({ family, column, value, timestampMicros: decoder.i64Repeated() });
+      cells.push(make(family, column, value, decoder.i64Repeated()));
     }
     continued = decoder.u8() === 0;
   }
@@ -390,13 +410,15 @@ function decodeSegments(decoder: Decoder, rowOf: (index: number, key: Buffer, co
  * Encodes `instance, table, u32 families, family*, u32 entries, (key, u32 mutations, mutation*)*`,
  * families by index; yields after every MUTATIONS_PER_PIECE mutations.
  */
-function* encodeMutations(encoder: Encoder, ref: TableRef, entries: readonly RowMutations[]): Generator<void> {
+function* encodeMutations(encoder: Encoder, ref: TableRef, entries: readonly EncodableEntry[]): Generator<void> {
   encoder.string(ref.instance);
   encoder.string(ref.table);
   const families = new Map<string, number>();
   for (const entry of entries) {
     for (const mutation of entry.mutations) {
-      if (mutation.type !== 'deleteRow' && !families.has(mutation.family)) families.set(mutation.family, families.size);
+      if ('qualifier' in mutation || mutation.type !== 'deleteRow') {
+        if (!families.has(mutation.family)) families.set(mutation.family, families.size);
+      }
     }
   }
   encoder.u32(families.size);
@@ -410,6 +432,14 @@ function* encodeMutations(encoder: Encoder, ref: TableRef, entries: readonly Row
       if (++piece === MUTATIONS_PER_PIECE) {
         piece = 0;
         yield;
+      }
+      if ('qualifier' in mutation) {
+        encoder.u8(MutationType.set);
+        encoder.u32(families.get(mutation.family) as number);
+        encoder.bytes(mutation.qualifier);
+        encoder.bytes(mutation.value);
+        encoder.i64(mutation.timestampMicros);
+        continue;
       }
       switch (mutation.type) {
         case 'set':

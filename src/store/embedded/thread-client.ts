@@ -23,6 +23,7 @@ interface Pending {
   readonly resolve: (value: unknown) => void;
   readonly reject: (error: unknown) => void;
   readonly deadline: number;
+  readonly since: number;
   readonly forget: () => void;
 }
 
@@ -76,9 +77,13 @@ export class ThreadClient {
     this.#start();
   }
 
-  /** Calls waiting for an answer. */
-  get load(): number {
-    return this.#pending.size;
+  /**
+   * Since when (performance.now()) the oldest call still waiting has waited; +Infinity when none
+   * waits. A thread whose oldest call is old is likely busy with a long one.
+   */
+  get busySince(): number {
+    for (const pending of this.#pending.values()) return pending.since;
+    return Number.POSITIVE_INFINITY;
   }
 
   /**
@@ -143,6 +148,7 @@ export class ThreadClient {
         resolve: resolve as (value: unknown) => void,
         reject,
         deadline,
+        since: performance.now(),
         forget: () => signal?.removeEventListener('abort', onAbort),
       });
       if (this.#pending.size === 1) this.#busy();
