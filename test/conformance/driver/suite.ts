@@ -1,5 +1,6 @@
 import type { DriverHarnessFactory } from '../../support/driver-harness.ts';
 import { bytesCases } from './bytes.ts';
+import { callOptionsCases } from './call-options.ts';
 import { capabilityCases } from './capabilities.ts';
 import { concurrencyCases } from './concurrency.ts';
 import { limitsCases } from './limits.ts';
@@ -29,5 +30,6 @@ export function driverConformanceSuite(factory: DriverHarnessFactory): void {
   bytesCases(factory);
   limitsCases(factory);
   concurrencyCases(factory);
+  callOptionsCases(factory);
   propertyCases(factory);
 }
