@@ -20,6 +20,10 @@ import { tableCases } from './tables.ts';
  * is skipped; no case expects less of one store than of another.
  */
 export function driverConformanceSuite(factory: DriverHarnessFactory): void {
+  after(async function () {
+    this.timeout(60_000);
+    await factory.release?.();
+  });
   capabilityCases(factory);
   tableCases(factory);
   mutateRowCases(factory);
