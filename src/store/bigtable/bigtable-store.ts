@@ -189,8 +189,8 @@ export class BigtableStore implements DataStore, legacy.DataStore {
     const subject = { resource: 'table', name: ref.table } as const;
     const failed: Array<[number, Error]> = [];
     let answered = false;
-    // MutateRows applies its entries in no set order, so the n-th entry for a row goes in the
-    // n-th call: entries for one row are then applied in entry order.
+    // MutateRows may apply its entries "in arbitrary order (even between entries for the same
+    // row)", so the n-th entry for a row goes in the n-th call: they are applied in entry order.
     for (const wave of waves(entries, toSend)) {
       const outcome = await applyEntries(wave, send, options);
       if (!outcome.answered && !answered) {
