@@ -40,7 +40,7 @@ try {
 
 let store: DataStore;
 try {
-  store = openStore(config);
+  store = await openStore(config);
 } catch (error) {
   if (!isStoreError(error)) throw error;
   logger.fatal({ err: error, store: config.store.type }, `cannot open the ${config.store.type} store: ${error.message}`);

@@ -46,18 +46,16 @@ export const bigtableHarness: HarnessFactory = (context) => {
 export const embeddedHarness: HarnessFactory = () => ({
   name: 'embedded',
   capabilities: { fastWideWrites: true },
-  open() {
+  async open() {
     const dataDir = mkdtempSync(join(tmpdir(), 'kvcrud-embedded-'));
-    const store = EmbeddedStore.open({ dataDir });
+    const store = await EmbeddedStore.open({ dataDir });
     const close = store.close.bind(store);
-    return Promise.resolve(
-      Object.assign(store, {
-        async close() {
-          await close();
-          rmSync(dataDir, { recursive: true, force: true });
-        },
-      }),
-    );
+    return Object.assign(store, {
+      async close() {
+        await close();
+        rmSync(dataDir, { recursive: true, force: true });
+      },
+    });
   },
 });
 

@@ -1,7 +1,6 @@
 import { resolve } from 'node:path';
 import Joi from 'joi';
 import type { StoreDriver } from '../driver.ts';
-import type { DataStore } from '../store.ts';
 import { EmbeddedStore } from './embedded-store.ts';
 import { EMBEDDED_CAPABILITIES, EMBEDDED_LIMITS } from './limits.ts';
 
@@ -27,6 +26,5 @@ export const embeddedDriver: StoreDriver<EmbeddedSettings> = {
   capabilities: EMBEDDED_CAPABILITIES,
   limits: EMBEDDED_LIMITS,
   describe: (embedded) => ({ dataDir: resolve(embedded.dataDir) }),
-  // Until EmbeddedStore implements the v2 DataStore.
-  open: (store) => Promise.resolve(EmbeddedStore.open(store.settings) as unknown as DataStore),
+  open: (store) => EmbeddedStore.open(store.settings),
 };

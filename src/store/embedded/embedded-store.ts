@@ -1,244 +1,430 @@
 import { mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { DatabaseSync, type StatementSync } from 'node:sqlite';
+import { DatabaseSync } from 'node:sqlite';
+import type { ResourceLimits } from 'node:worker_threads';
 import { StoreError, callerGone } from '../errors.ts';
-import type { CallOptions, Cell, CellWrite, DataStore, TableRef } from '../legacy-store.ts';
-import { GroupCommit } from './group-commit.ts';
+import type * as legacy from '../legacy-store.ts';
+import type {
+  CallOptions,
+  Cell,
+  DataStore,
+  FamilySpec,
+  Mutation,
+  ReadSelection,
+  Row,
+  RowMutations,
+  ScanRequest,
+  TableRef,
+  TableSchema,
+} from '../store.ts';
+import type { Decoder, Encoder } from './codec.ts';
+import { EMBEDDED_CAPABILITIES, EMBEDDED_LIMITS } from './limits.ts';
+import { ProcessLock } from './process-lock.ts';
+import { CANCEL_SLOTS, Kind, MutationType, ScanFlag, decodeError, decodePolicyBound, encodePolicyBound } from './protocol.ts';
 import { migrate } from './schema.ts';
+import { encodeSelection } from './selection.ts';
+import { SQLITE_BUSY, SQLITE_LOCKED, sqliteCode } from './sqlite-errors.ts';
+import { type AnswerReader, ThreadClient } from './thread-client.ts';
 
 export interface EmbeddedStoreOptions {
   /** Directory holding the database; created if missing. */
   readonly dataDir: string;
+  /** Read-only connections, each on its own thread (default 2): a long read on one leaves the other free. */
+  readonly readers?: number;
+  /** Bounds on each SQLite thread's heap; a thread that passes them ends, and its calls fail with UNAVAILABLE. */
+  readonly threadResourceLimits?: ResourceLimits;
 }
 
 /** The database file inside the data directory. */
 export const DATABASE_FILE = 'kvcrud.sqlite';
 
-// SQLite primary result codes (https://sqlite.org/rescode.html).
-const SQLITE_BUSY = 5;
-const SQLITE_LOCKED = 6;
-
-interface TableEntry {
-  readonly id: number;
-  readonly families: ReadonlySet<string>;
-}
+const DEFAULT_READERS = 2;
+/** Rows a scan asks its thread for at once: small enough that the first rows come quickly. */
+const SCAN_CHUNK_ROWS = 256;
+/** How long open() waits for the threads to open their connections. */
+const OPEN_TIMEOUT_MS = 60_000;
+/** How long close() waits for the threads to finish what they were given. */
+const CLOSE_TIMEOUT_MS = 60_000;
 
 /**
  * EmbeddedStore is the DataStore in a SQLite database (node:sqlite) in one local directory: no
- * cloud, no emulator, one process. The process holds an exclusive lock on the database for its
- * lifetime, so a second kvcrud on the same directory refuses to start instead of sharing it.
+ * cloud, no emulator, one process. See docs/stores/embedded.md.
  *
- * Durability: WAL journal with synchronous=FULL, so a write is on disk (fsync) before it is
- * acknowledged. Writes are grouped per event-loop turn into one transaction (GroupCommit).
- * Reads run directly: with the lock held nothing else changes the database, so the catalog of
- * tables and families is kept in memory and updated with every committed change.
+ * SQLite runs on threads of its own, never on the main thread: one writer thread holds the only
+ * writing connection and commits the writes that reach it together in one transaction (group
+ * commit), durable (WAL, synchronous=FULL) before any of them is acknowledged; reader threads
+ * hold read-only connections, so reads never queue behind a write (WAL gives each read a snapshot
+ * of the last commit). The process holds a lock on the data directory (ProcessLock) for the
+ * store's lifetime, so a second kvcrud on the same directory refuses to start.
+ *
+ * It also keeps the v1 methods (`writeRow`, `readRow`, `createTable` with family names) as thin
+ * wrappers, for the v1 service until it moves to this contract.
  */
-export class EmbeddedStore implements DataStore {
+export class EmbeddedStore implements DataStore, legacy.DataStore {
   readonly type = 'embedded';
+  readonly capabilities = EMBEDDED_CAPABILITIES;
+  readonly limits = EMBEDDED_LIMITS;
   readonly dataDir: string;
-  readonly #db: DatabaseSync;
-  readonly #writes: GroupCommit;
-  /** Tables by `${instance}/${table}` (both names are validated ASCII without "/"). */
-  #catalog = new Map<string, TableEntry>();
-  readonly #readRow: StatementSync;
-  readonly #upsertCell: StatementSync;
+  readonly #lock: ProcessLock;
+  readonly #writer: ThreadClient;
+  readonly #readers: readonly ThreadClient[];
+  #closed: Promise<void> | undefined;
 
   /**
-   * open opens (creating if needed) the store in `dataDir`, or throws a StoreError UNAVAILABLE
-   * naming the directory when another process has it open.
+   * open opens (creating or migrating if needed) the store in `dataDir` and resolves once its
+   * threads are ready, or rejects with a StoreError: UNAVAILABLE naming the directory when another
+   * process has it open, INTERNAL when the database cannot be used (a newer schema version, a file
+   * that is not a database) or the threads cannot start.
    */
-  static open(options: EmbeddedStoreOptions): EmbeddedStore {
+  static async open(options: EmbeddedStoreOptions): Promise<EmbeddedStore> {
     const dataDir = resolve(options.dataDir);
     mkdirSync(dataDir, { recursive: true });
-    // timeout 0: a locked database is another kvcrud's, and waiting would not help.
-    const db = new DatabaseSync(join(dataDir, DATABASE_FILE), { timeout: 0 });
+    const lock = ProcessLock.acquire(dataDir);
     try {
-      db.exec('PRAGMA locking_mode = EXCLUSIVE; PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL');
-      // The first write transaction takes the exclusive lock, kept until close().
-      db.exec('BEGIN IMMEDIATE');
-      migrate(db);
-      db.exec('COMMIT');
+      prepareDatabase(dataDir);
     } catch (error) {
-      db.close();
-      if (sqliteCode(error) === SQLITE_BUSY || sqliteCode(error) === SQLITE_LOCKED) {
-        throw new StoreError('UNAVAILABLE', `data directory ${dataDir} is in use by another process`, { cause: error });
-      }
-      throw new StoreError('INTERNAL', `cannot open the database in ${dataDir}: ${(error as Error).message}`, { cause: error });
+      lock.release();
+      throw error;
     }
-    return new EmbeddedStore(db, dataDir);
+    const store = new EmbeddedStore(dataDir, lock, options);
+    try {
+      await store.checkHealth({ deadline: Date.now() + OPEN_TIMEOUT_MS });
+    } catch (error) {
+      await store.close();
+      throw new StoreError('INTERNAL', `cannot start the embedded store in ${dataDir}: ${(error as Error).message}`, { cause: error });
+    }
+    return store;
   }
 
-  private constructor(db: DatabaseSync, dataDir: string) {
-    this.#db = db;
+  private constructor(dataDir: string, lock: ProcessLock, options: EmbeddedStoreOptions) {
     this.dataDir = dataDir;
-    this.#writes = new GroupCommit(db, (error) => toStoreError(error, 'commit'), () => this.#loadCatalog());
-    // max(ts) with bare columns takes value from the row holding the maximum: the latest version.
-    this.#readRow = db.prepare(
-      `SELECT family, qualifier, value, max(ts) AS ts FROM cells
-       WHERE table_id = ? AND row_key = ? GROUP BY family, qualifier ORDER BY family, qualifier`,
-    );
-    this.#readRow.setReadBigInts(true);
-    this.#upsertCell = db.prepare(
-      `INSERT INTO cells (table_id, row_key, family, qualifier, ts, value) VALUES (?, ?, ?, ?, ?, ?)
-       ON CONFLICT DO UPDATE SET value = excluded.value`,
-    );
-    this.#loadCatalog();
+    this.#lock = lock;
+    const file = join(dataDir, DATABASE_FILE);
+    const cancelled = new SharedArrayBuffer(CANCEL_SLOTS * Int32Array.BYTES_PER_ELEMENT);
+    const limits = options.threadResourceLimits;
+    this.#writer = new ThreadClient('writer', file, cancelled, limits);
+    this.#readers = Array.from({ length: Math.max(1, options.readers ?? DEFAULT_READERS) }, () => new ThreadClient('reader', file, cancelled, limits));
   }
 
-  createTable(ref: TableRef, families: readonly string[], options: CallOptions): Promise<void> {
-    return this.#write(options, () => {
-      if (this.#catalog.has(key(ref))) {
-        throw new StoreError('ALREADY_EXISTS', `table ${key(ref)} exists`, { resource: 'table', name: ref.table });
+  createTable(ref: TableRef, families: ReadonlyArray<FamilySpec | string>, options: CallOptions): Promise<void> {
+    return this.#write(Kind.createTable, options, NO_ANSWER, (encoder) => {
+      encoder.string(ref.instance);
+      encoder.string(ref.table);
+      encoder.u32(families.length);
+      for (const family of families) {
+        // v1 names families only: they keep every version, as they always did.
+        const spec: FamilySpec = typeof family === 'string' ? { name: family } : family;
+        encoder.string(spec.name);
+        encodePolicyBound(encoder, spec.maxVersions);
+        encodePolicyBound(encoder, spec.maxAgeSeconds);
       }
-      const { id } = this.#db
-        .prepare('INSERT INTO tables (instance, name) VALUES (?, ?) RETURNING id')
-        .get(ref.instance, ref.table) as { id: number };
-      const addFamily = this.#db.prepare('INSERT INTO families (table_id, name) VALUES (?, ?)');
-      for (const family of families) addFamily.run(id, family);
-      this.#catalog.set(key(ref), { id, families: new Set(families) });
     });
   }
 
-  deleteTable(ref: TableRef, options: CallOptions): Promise<void> {
-    return this.#write(options, () => {
-      const { id } = this.#table(ref);
-      this.#db.prepare('DELETE FROM cells WHERE table_id = ?').run(id);
-      this.#db.prepare('DELETE FROM families WHERE table_id = ?').run(id);
-      this.#db.prepare('DELETE FROM tables WHERE id = ?').run(id);
-      this.#catalog.delete(key(ref));
+  describeTable(ref: TableRef, options: CallOptions): Promise<TableSchema> {
+    return this.#read(Kind.describeTable, options, {
+      done(decoder) {
+        const families: FamilySpec[] = [];
+        for (let count = decoder.u32(), i = 0; i < count; i++) {
+          const name = decoder.string();
+          const maxVersions = decodePolicyBound(decoder);
+          const maxAgeSeconds = decodePolicyBound(decoder);
+          families.push({
+            name,
+            ...(maxVersions === undefined ? {} : { maxVersions }),
+            ...(maxAgeSeconds === undefined ? {} : { maxAgeSeconds }),
+          });
+        }
+        return { name: ref.table, families };
+      },
+    }, (encoder) => {
+      encoder.string(ref.instance);
+      encoder.string(ref.table);
     });
   }
 
   listTables(instance: string, options: CallOptions): Promise<string[]> {
-    return this.#read(options, () =>
-      [...this.#catalog.keys()].filter((name) => name.startsWith(`${instance}/`)).map((name) => name.slice(instance.length + 1)),
+    return this.#read(Kind.listTables, options, {
+      done(decoder) {
+        const names: string[] = [];
+        for (let count = decoder.u32(), i = 0; i < count; i++) names.push(decoder.string());
+        return names;
+      },
+    }, (encoder) => encoder.string(instance));
+  }
+
+  deleteTable(ref: TableRef, options: CallOptions): Promise<void> {
+    return this.#write(Kind.deleteTable, options, NO_ANSWER, (encoder) => {
+      encoder.string(ref.instance);
+      encoder.string(ref.table);
+    });
+  }
+
+  async mutateRow(ref: TableRef, key: Buffer, mutations: readonly Mutation[], options: CallOptions): Promise<void> {
+    const [error] = await this.#mutate(ref, [{ key, mutations }], options);
+    if (error !== undefined) throw error;
+  }
+
+  mutateRows(ref: TableRef, entries: readonly RowMutations[], options: CallOptions): Promise<Array<StoreError | undefined>> {
+    return this.#mutate(ref, entries, options);
+  }
+
+  readRows(ref: TableRef, keys: readonly Buffer[], selection: ReadSelection, options: CallOptions): Promise<Array<Row | null>> {
+    const rows = new Array<MutableRow | null>(keys.length).fill(null);
+    const collect = (decoder: Decoder) =>
+      decodeSegments(decoder, (index, key) => {
+        const row = rows[index] ?? { key: keys[index] ?? key, cells: [] };
+        rows[index] = row;
+        return row.cells;
+      });
+    return this.#read(
+      Kind.readRows,
+      options,
+      {
+        part: collect,
+        done(decoder) {
+          collect(decoder);
+          return rows;
+        },
+      },
+      (encoder) => {
+        encoder.string(ref.instance);
+        encoder.string(ref.table);
+        encodeSelection(encoder, selection);
+        encoder.u32(keys.length);
+        for (const key of keys) encoder.bytes(key);
+      },
     );
   }
 
-  writeRow(ref: TableRef, rowKey: Buffer, cells: readonly CellWrite[], options: CallOptions): Promise<void> {
-    return this.#write(options, () => {
-      const table = this.#table(ref);
-      const missing = cells.find((cell) => !table.families.has(cell.family));
-      if (missing !== undefined) {
-        throw new StoreError('NOT_FOUND', `column family "${missing.family}" not in table ${key(ref)}`, {
-          resource: 'columnFamily',
-          name: missing.family,
-        });
+  async *scanRows(ref: TableRef, scan: ScanRequest, options: CallOptions): AsyncIterable<Row> {
+    let remaining = scan.limit;
+    let tableId = 0;
+    let chunk = this.#scanChunk(ref, scan, tableId, undefined, Math.min(remaining, SCAN_CHUNK_ROWS), options);
+    try {
+      for (;;) {
+        const { rows, next, id } = await chunk.result;
+        tableId = id;
+        remaining -= rows.length;
+        const more = next !== undefined && remaining > 0;
+        // The next chunk is read while the caller takes this one.
+        if (more) chunk = this.#scanChunk(ref, scan, tableId, next, Math.min(remaining, SCAN_CHUNK_ROWS), options);
+        for (const row of rows) yield row;
+        if (!more) return;
       }
-      for (const cell of cells) {
-        this.#upsertCell.run(table.id, rowKey, cell.family, cell.qualifier, cell.timestampMicros, cell.value);
-      }
-    });
+    } finally {
+      // Stopped early: a chunk still being read is not wanted any more.
+      chunk.abandon();
+    }
   }
 
-  readRow(ref: TableRef, rowKey: Buffer, options: CallOptions): Promise<Cell[] | null> {
-    return this.#read(options, () => {
-      const rows = this.#readRow.all(this.#table(ref).id, rowKey) as Array<{
-        family: string;
-        qualifier: Uint8Array;
-        value: Uint8Array;
-        ts: bigint;
-      }>;
-      if (rows.length === 0) return null;
-      return rows.map((row) => ({
-        family: row.family,
-        qualifier: asBuffer(row.qualifier),
-        value: asBuffer(row.value),
-        timestampMicros: row.ts,
-      }));
-    });
+  async checkHealth(options: CallOptions): Promise<void> {
+    const ping = (thread: ThreadClient) => thread.request(Kind.ping, options.deadline, undefined, NO_ANSWER, options.signal);
+    if (this.#closed !== undefined) throw closedError();
+    await Promise.all([ping(this.#writer), ...this.#readers.map(ping)]);
   }
 
-  checkHealth(options: CallOptions): Promise<void> {
-    return this.#read(options, () => {
-      this.#db.prepare('SELECT 1').get();
-    });
-  }
-
+  /** Commits what is queued, lets the threads finish and close their connections, then releases the directory. */
   close(): Promise<void> {
-    if (this.#db.isOpen) {
-      this.#writes.flush();
-      this.#db.close();
-    }
-    return Promise.resolve();
+    this.#closed ??= (async () => {
+      const deadline = Date.now() + CLOSE_TIMEOUT_MS;
+      try {
+        await Promise.allSettled([this.#writer, ...this.#readers].map((thread) => thread.close(deadline)));
+      } finally {
+        this.#lock.release();
+      }
+    })();
+    return this.#closed;
   }
 
-  /** Runs a change in the next group commit; skipped if its deadline passes or its caller goes first. */
-  #write<T>(options: CallOptions, change: () => T): Promise<T> {
-    if (!this.#db.isOpen) return Promise.reject(closedError());
-    return this.#writes.enqueue(() => {
-      requireTime(options);
-      return guard('write', change);
+  /** Ends the SQLite threads abruptly, as a crash of them would; calls waiting on them fail, later ones start new threads. */
+  async crashThreads(): Promise<void> {
+    await Promise.all([this.#writer, ...this.#readers].map((thread) => thread.terminate()));
+  }
+
+  // v1 methods, over the ones above.
+
+  async writeRow(ref: TableRef, rowKey: Buffer, cells: readonly legacy.CellWrite[], options: CallOptions): Promise<void> {
+    const mutations = cells.map(
+      (cell): Mutation => ({ type: 'set', family: cell.family, column: cell.qualifier, value: cell.value, timestampMicros: cell.timestampMicros }),
+    );
+    await this.mutateRow(ref, rowKey, mutations, options);
+  }
+
+  async readRow(ref: TableRef, rowKey: Buffer, options: CallOptions): Promise<legacy.Cell[] | null> {
+    const [row] = await this.readRows(ref, [rowKey], { versions: 1 }, options);
+    if (row === null || row === undefined) return null;
+    return row.cells.map((cell) => ({ family: cell.family, qualifier: cell.column, value: cell.value, timestampMicros: cell.timestampMicros }));
+  }
+
+  #mutate(ref: TableRef, entries: readonly RowMutations[], options: CallOptions): Promise<Array<StoreError | undefined>> {
+    return this.#write(Kind.mutate, options, {
+      done(decoder) {
+        const results: Array<StoreError | undefined> = [];
+        for (let count = decoder.u32(), i = 0; i < count; i++) results.push(decoder.u8() === 1 ? undefined : decodeError(decoder));
+        return results;
+      },
+    }, (encoder) => encodeMutations(encoder, ref, entries));
+  }
+
+  #scanChunk(ref: TableRef, scan: ScanRequest, tableId: number, after: Buffer | undefined, limit: number, options: CallOptions) {
+    const rows: MutableRow[] = [];
+    const collect = (decoder: Decoder) =>
+      decodeSegments(decoder, (_, key, continued) => {
+        const last = rows.at(-1);
+        if (continued && last !== undefined) return last.cells;
+        const row: MutableRow = { key, cells: [] };
+        rows.push(row);
+        return row.cells;
+      });
+    const controller = new AbortController();
+    const forward = () => controller.abort();
+    if (options.signal?.aborted === true) controller.abort();
+    options.signal?.addEventListener('abort', forward, { once: true });
+    const result = this.#read(
+      Kind.scan,
+      { deadline: options.deadline, signal: controller.signal },
+      {
+        part: collect,
+        done(decoder) {
+          collect(decoder);
+          const id = decoder.u32();
+          const next = decoder.u8() === 1 ? undefined : decoder.bytes();
+          return { rows, next, id };
+        },
+      },
+      (encoder) => {
+        encoder.string(ref.instance);
+        encoder.string(ref.table);
+        encoder.u32(tableId);
+        encodeSelection(encoder, scan);
+        const flags =
+          (scan.range.start === undefined ? 0 : ScanFlag.start) |
+          (scan.range.end === undefined ? 0 : ScanFlag.end) |
+          (after === undefined ? 0 : ScanFlag.after) |
+          (scan.reverse ? ScanFlag.reverse : 0);
+        encoder.u8(flags);
+        if (scan.range.start !== undefined) encoder.bytes(scan.range.start);
+        if (scan.range.end !== undefined) encoder.bytes(scan.range.end);
+        if (after !== undefined) encoder.bytes(after);
+        encoder.u32(limit);
+      },
+    );
+    const settled = result.catch((error: unknown) => {
+      throw options.signal?.aborted === true ? callerGone() : error;
     });
+    // A chunk read ahead and then abandoned fails with nobody waiting for it.
+    settled
+      .catch(() => {})
+      .finally(() => options.signal?.removeEventListener('abort', forward));
+    return { result: settled, abandon: () => controller.abort() };
   }
 
-  /** Runs a query at once: reads need no transaction of their own and never wait for writes. */
-  #read<T>(options: CallOptions, query: () => T): Promise<T> {
-    // The executor turns a throw into a rejection.
-    return new Promise((resolve) => {
-      if (!this.#db.isOpen) throw closedError();
-      requireTime(options);
-      resolve(guard('read', query));
-    });
+  #write<T>(kind: number, options: CallOptions, reader: AnswerReader<T>, write: (encoder: Encoder) => void): Promise<T> {
+    if (this.#closed !== undefined) return Promise.reject(closedError());
+    return this.#writer.request(kind, options.deadline, write, reader, options.signal);
   }
 
-  #table(ref: TableRef): TableEntry {
-    const table = this.#catalog.get(key(ref));
-    if (table === undefined) {
-      throw new StoreError('NOT_FOUND', `table ${key(ref)} not found`, { resource: 'table', name: ref.table });
-    }
-    return table;
+  #read<T>(kind: number, options: CallOptions, reader: AnswerReader<T>, write: (encoder: Encoder) => void): Promise<T> {
+    if (this.#closed !== undefined) return Promise.reject(closedError());
+    let thread = this.#readers[0] as ThreadClient;
+    for (const candidate of this.#readers) if (candidate.load < thread.load) thread = candidate;
+    return thread.request(kind, options.deadline, write, reader, options.signal);
   }
 
-  #loadCatalog(): void {
-    const catalog = new Map<string, { id: number; families: Set<string> }>();
-    const tables = this.#db.prepare('SELECT id, instance, name FROM tables').all() as Array<{ id: number; instance: string; name: string }>;
-    for (const table of tables) catalog.set(`${table.instance}/${table.name}`, { id: table.id, families: new Set() });
-    const byId = new Map([...catalog.values()].map((entry) => [entry.id, entry]));
-    for (const family of this.#db.prepare('SELECT table_id, name FROM families').all() as Array<{ table_id: number; name: string }>) {
-      byId.get(family.table_id)?.families.add(family.name);
-    }
-    this.#catalog = catalog;
-  }
-}
-
-function key(ref: TableRef): string {
-  return `${ref.instance}/${ref.table}`;
 }
 
 function closedError(): StoreError {
   return new StoreError('UNAVAILABLE', 'the embedded store is closed');
 }
 
-function requireTime(options: CallOptions): void {
-  if (options.signal?.aborted === true) throw callerGone();
-  if (Date.now() >= options.deadline) {
-    throw new StoreError('DEADLINE_EXCEEDED', 'deadline passed before the store was called');
+interface MutableRow {
+  readonly key: Buffer;
+  readonly cells: Cell[];
+}
+
+const NO_ANSWER: AnswerReader<void> = { done: () => undefined };
+
+/**
+ * Decodes `u32 segments, segment*` of a read's answer. `rowOf` returns the cell list a segment's
+ * cells go to, given its row index, key and whether it continues the previous segment's row.
+ */
+function decodeSegments(decoder: Decoder, rowOf: (index: number, key: Buffer, continued: boolean) => Cell[]): void {
+  let continued = false;
+  for (let segments = decoder.u32(), s = 0; s < segments; s++) {
+    const index = decoder.u32();
+    const key = decoder.bytes();
+    const cells = rowOf(index, key, continued);
+    let family = '';
+    for (let count = decoder.u32(), c = 0; c < count; c++) {
+      if (decoder.u8() === 1) family = decoder.string();
+      const column = decoder.bytes();
+      const value = decoder.bytes();
+      cells.push({ family, column, value, timestampMicros: decoder.i64() });
+    }
+    continued = decoder.u8() === 0;
   }
 }
 
-/** Lets StoreErrors through and turns anything SQLite throws into one. */
-function guard<T>(operation: string, run: () => T): T {
+/** `instance, table, u32 families, family*, u32 entries, (key, u32 mutations, mutation*)*`; families by index. */
+function encodeMutations(encoder: Encoder, ref: TableRef, entries: readonly RowMutations[]): void {
+  encoder.string(ref.instance);
+  encoder.string(ref.table);
+  const families = new Map<string, number>();
+  for (const entry of entries) {
+    for (const mutation of entry.mutations) {
+      if (mutation.type !== 'deleteRow' && !families.has(mutation.family)) families.set(mutation.family, families.size);
+    }
+  }
+  encoder.u32(families.size);
+  for (const name of families.keys()) encoder.string(name);
+  encoder.u32(entries.length);
+  for (const entry of entries) {
+    encoder.bytes(entry.key);
+    encoder.u32(entry.mutations.length);
+    for (const mutation of entry.mutations) {
+      switch (mutation.type) {
+        case 'set':
+          encoder.u8(MutationType.set);
+          encoder.u32(families.get(mutation.family) as number);
+          encoder.bytes(mutation.column);
+          encoder.bytes(mutation.value);
+          encoder.i64(mutation.timestampMicros);
+          break;
+        case 'deleteColumn':
+          encoder.u8(MutationType.deleteColumn);
+          encoder.u32(families.get(mutation.family) as number);
+          encoder.bytes(mutation.column);
+          break;
+        case 'deleteFamily':
+          encoder.u8(MutationType.deleteFamily);
+          encoder.u32(families.get(mutation.family) as number);
+          break;
+        case 'deleteRow':
+          encoder.u8(MutationType.deleteRow);
+          break;
+      }
+    }
+  }
+}
+
+/** Creates or migrates the database, in WAL mode, before any thread opens it. */
+function prepareDatabase(dataDir: string): void {
+  let db: DatabaseSync | undefined;
   try {
-    return run();
+    db = new DatabaseSync(join(dataDir, DATABASE_FILE), { timeout: 0 });
+    db.exec('PRAGMA journal_mode = WAL');
+    db.exec('BEGIN IMMEDIATE');
+    migrate(db);
+    db.exec('COMMIT');
   } catch (error) {
-    if (error instanceof StoreError) throw error;
-    throw toStoreError(error, operation);
+    const code = sqliteCode(error);
+    // A kvcrud from before the lock file holds the database itself exclusively.
+    if (code === SQLITE_BUSY || code === SQLITE_LOCKED) {
+      throw new StoreError('UNAVAILABLE', `data directory ${dataDir} is in use by another process`, { cause: error });
+    }
+    throw new StoreError('INTERNAL', `cannot open the database in ${dataDir}: ${(error as Error).message}`, { cause: error });
+  } finally {
+    if (db?.isOpen === true) db.close();
   }
-}
-
-function toStoreError(error: unknown, operation: string): StoreError {
-  const code = sqliteCode(error);
-  const transient = code === SQLITE_BUSY || code === SQLITE_LOCKED;
-  return new StoreError(transient ? 'UNAVAILABLE' : 'INTERNAL', `sqlite ${operation}: ${(error as Error).message}`, { cause: error });
-}
-
-function sqliteCode(error: unknown): number | undefined {
-  const errcode = (error as { errcode?: unknown }).errcode;
-  // Extended result codes carry the primary code in their low byte.
-  return typeof errcode === 'number' ? errcode & 0xff : undefined;
-}
-
-function asBuffer(bytes: Uint8Array): Buffer {
-  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
 }

@@ -6,9 +6,13 @@ import type { DatabaseSync } from 'node:sqlite';
  * kvcrud is refused rather than guessed at.
  *
  * cells is keyed like a Bigtable row: by table, row key, family, qualifier, then timestamp
- * descending, so the latest version of a column is the first one met. Row keys, qualifiers and
- * values are BLOBs and family names TEXT; SQLite compares both bytewise (memcmp), which is
- * Bigtable's order. families.gc_rule is reserved for a per-family garbage-collection policy.
+ * descending, so the newest versions of a column are the first ones met and a read seeks to them
+ * instead of walking older ones. Row keys, qualifiers and values are BLOBs and family names TEXT;
+ * SQLite compares both bytewise (memcmp), which is Bigtable's order.
+ *
+ * Version 2 gives each family its retention policy (NULL: unbounded; families of version 1 keep
+ * every version, as they did) and never reuses a table's id, so that a scan resumed after the
+ * table was deleted and created again notices it is not the same table.
  */
 const MIGRATIONS: readonly string[] = [
   `CREATE TABLE tables (
@@ -32,6 +36,18 @@ const MIGRATIONS: readonly string[] = [
      value     BLOB NOT NULL,
      PRIMARY KEY (table_id, row_key, family, qualifier, ts DESC)
    ) WITHOUT ROWID;`,
+  `CREATE TABLE tables_v2 (
+     id       INTEGER PRIMARY KEY AUTOINCREMENT,
+     instance TEXT NOT NULL,
+     name     TEXT NOT NULL,
+     UNIQUE (instance, name)
+   );
+   INSERT INTO tables_v2 (id, instance, name) SELECT id, instance, name FROM tables;
+   DROP TABLE tables;
+   ALTER TABLE tables_v2 RENAME TO tables;
+   ALTER TABLE families DROP COLUMN gc_rule;
+   ALTER TABLE families ADD COLUMN max_versions INTEGER CHECK (max_versions >= 1);
+   ALTER TABLE families ADD COLUMN max_age_seconds INTEGER CHECK (max_age_seconds >= 1);`,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

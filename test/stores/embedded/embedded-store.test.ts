@@ -30,7 +30,7 @@ describe('EmbeddedStore', () => {
 
   beforeEach(async () => {
     dataDir = mkdtempSync(join(tmpdir(), 'kvcrud-embedded-unit-'));
-    store = EmbeddedStore.open({ dataDir });
+    store = await EmbeddedStore.open({ dataDir });
     await store.createTable(ref, ['cf'], later());
   });
   afterEach(async () => {
@@ -63,7 +63,7 @@ describe('EmbeddedStore', () => {
     expect(isStoreError(await rejection(store.readRow(ref, Buffer.from('queued'), later())), 'UNAVAILABLE')).to.equal(true);
     expect(isStoreError(await rejection(store.writeRow(ref, Buffer.from('x'), [cell('cf', 'x')], later())), 'UNAVAILABLE')).to.equal(true);
 
-    store = EmbeddedStore.open({ dataDir });
+    store = await EmbeddedStore.open({ dataDir });
     expect((await store.readRow(ref, Buffer.from('queued'), later()))?.[0]?.value.toString()).to.equal('kept');
   });
 
@@ -72,10 +72,11 @@ describe('EmbeddedStore', () => {
     const db = new DatabaseSync(join(dataDir, DATABASE_FILE));
     db.exec('PRAGMA user_version = 99');
     db.close();
-    expect(() => EmbeddedStore.open({ dataDir })).to.throw(/schema version 99/);
+    const error = await rejection(EmbeddedStore.open({ dataDir }));
+    expect(isStoreError(error, 'INTERNAL') && error.message).to.match(/schema version 99/);
     // afterEach closes `store`: give it a fresh one.
     rmSync(dataDir, { recursive: true, force: true });
     dataDir = mkdtempSync(join(tmpdir(), 'kvcrud-embedded-unit-'));
-    store = EmbeddedStore.open({ dataDir });
+    store = await EmbeddedStore.open({ dataDir });
   });
 });

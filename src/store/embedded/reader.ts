@@ -1,0 +1,369 @@
+import type { DatabaseSync, StatementSync } from 'node:sqlite';
+import type { FamilyPolicy } from '../store.ts';
+import { type Answers, RowAnswer } from './answers.ts';
+import type { Decoder } from './codec.ts';
+import { Kind, ScanFlag, Status, encodePolicyBound } from './protocol.ts';
+import {
+  type FamilyPolicies,
+  type ReadPlan,
+  decodeSelection,
+  readPlan,
+  sameBytes,
+  selectorBefore,
+  selectorColumn,
+  selectorMatches,
+} from './selection.ts';
+import { tableNotFound } from './sqlite-errors.ts';
+
+/** A scan answers after this many rows examined, even when none was selected, so reads queued behind it get their turn. */
+const ROWS_EXAMINED_PER_CHUNK = 10_000;
+
+type Cursor = Iterator<unknown[]>;
+const COLUMNS = 'family, qualifier, ts, value';
+const CELL_ORDER = 'ORDER BY family, qualifier, ts DESC';
+const RANGE_COLUMNS = 'row_key, family, qualifier, ts, value';
+const RANGE_ORDER = 'ORDER BY row_key, family, qualifier, ts DESC';
+
+interface TableInfo {
+  readonly id: number;
+  readonly families: Map<string, FamilyPolicy>;
+}
+
+/**
+ * Reader answers the read requests of one read-only connection, each in its own read transaction
+ * (a snapshot of the database as of its first statement), so a row is never seen half written.
+ *
+ * Reads seek rather than walk: cells are stored in (row, family, column, timestamp descending)
+ * order, so the newest versions of a column come first; once a column has given what the read
+ * keeps of it (the versions asked for, within the family's retention), the cursor restarts just
+ * after that column instead of stepping over its older versions. A read's cost thus follows the
+ * cells it returns, not the versions the row holds.
+ */
+export class Reader {
+  readonly #begin: StatementSync;
+  readonly #commit: StatementSync;
+  readonly #table: StatementSync;
+  readonly #tables: StatementSync;
+  readonly #row: {
+    all: StatementSync;
+    from: StatementSync;
+    afterColumn: StatementSync;
+    afterFamily: StatementSync;
+  };
+  readonly #range: {
+    all: StatementSync;
+    fromKey: StatementSync;
+    afterRow: StatementSync;
+    from: StatementSync;
+    afterColumn: StatementSync;
+    afterFamily: StatementSync;
+  };
+  readonly #lastKey: StatementSync;
+  readonly #keyBefore: StatementSync;
+
+  constructor(db: DatabaseSync) {
+    const prepare = (sql: string) => {
+      const statement = db.prepare(sql);
+      statement.setReadBigInts(true);
+      statement.setReturnArrays(true);
+      return statement;
+    };
+    this.#begin = db.prepare('BEGIN');
+    this.#commit = db.prepare('COMMIT');
+    this.#table = prepare(
+      `SELECT t.id, f.name, f.max_versions, f.max_age_seconds FROM tables t JOIN families f ON f.table_id = t.id
+       WHERE t.instance = ? AND t.name = ? ORDER BY f.name`,
+    );
+    this.#tables = prepare('SELECT name FROM tables WHERE instance = ?');
+    const row = (condition: string) => prepare(`SELECT ${COLUMNS} FROM cells WHERE table_id = ? AND row_key = ?${condition} ${CELL_ORDER}`);
+    this.#row = {
+      all: row(''),
+      from: row(' AND (family, qualifier) >= (?, ?)'),
+      afterColumn: row(' AND (family, qualifier) > (?, ?)'),
+      afterFamily: row(' AND family > ?'),
+    };
+    const range = (condition: string) => prepare(`SELECT ${RANGE_COLUMNS} FROM cells WHERE table_id = ?${condition} ${RANGE_ORDER}`);
+    this.#range = {
+      all: range(''),
+      fromKey: range(' AND row_key >= ?'),
+      afterRow: range(' AND row_key > ?'),
+      from: range(' AND (row_key, family, qualifier) >= (?, ?, ?)'),
+      afterColumn: range(' AND (row_key, family, qualifier) > (?, ?, ?)'),
+      afterFamily: range(' AND (row_key, family) > (?, ?)'),
+    };
+    this.#lastKey = prepare('SELECT row_key FROM cells WHERE table_id = ? ORDER BY row_key DESC LIMIT 1');
+    this.#keyBefore = prepare('SELECT row_key FROM cells WHERE table_id = ? AND row_key < ? ORDER BY row_key DESC LIMIT 1');
+  }
+
+  /** Runs one request and writes its answer; throws a StoreError (or SQLite's) when it fails. */
+  run(id: number, kind: number, decoder: Decoder, answers: Answers): void {
+    this.#begin.run();
+    try {
+      this.#dispatch(id, kind, decoder, answers);
+    } finally {
+      this.#commit.run();
+    }
+  }
+
+  #dispatch(id: number, kind: number, decoder: Decoder, answers: Answers): void {
+    switch (kind) {
+      case Kind.ping:
+        this.#tables.all('');
+        answers.answer(id, Status.done);
+        return;
+      case Kind.listTables: {
+        const names = this.#tables.all(decoder.string()) as unknown as Array<[string]>;
+        answers.answer(id, Status.done, (encoder) => {
+          encoder.u32(names.length);
+          for (const [name] of names) encoder.string(name);
+        });
+        return;
+      }
+      case Kind.describeTable: {
+        const instance = decoder.string();
+        const table = decoder.string();
+        const info = this.#lookUp(instance, table);
+        answers.answer(id, Status.done, (encoder) => {
+          encoder.u32(info.families.size);
+          for (const [name, policy] of info.families) {
+            encoder.string(name);
+            encodePolicyBound(encoder, policy.maxVersions);
+            encodePolicyBound(encoder, policy.maxAgeSeconds);
+          }
+        });
+        return;
+      }
+      case Kind.readRows:
+        this.#readRows(id, decoder, answers);
+        return;
+      case Kind.scan:
+        this.#scan(id, decoder, answers);
+        return;
+      default:
+        throw new Error(`unknown read request kind ${kind}`);
+    }
+  }
+
+  #readRows(id: number, decoder: Decoder, answers: Answers): void {
+    const instance = decoder.string();
+    const table = decoder.string();
+    const selection = decodeSelection(decoder);
+    const count = decoder.u32();
+    const info = this.#lookUp(instance, table);
+    const plan = readPlan(selection, info.families, nowMicros());
+    const out = new RowAnswer(answers, id);
+    for (let index = 0; index < count; index++) {
+      const key = decoder.bytes();
+      out.beginRow(index, key);
+      this.#readRow(info.id, key, plan, out);
+      out.endRow();
+    }
+    out.finish();
+  }
+
+  /** Writes the cells of one row that `plan` keeps. */
+  #readRow(tableId: number, key: Uint8Array, plan: ReadPlan, out: RowAnswer): void {
+    const { selectors, rules } = plan;
+    const statements = this.#row;
+    let cursor: Cursor;
+    let next = 0;
+    if (selectors === undefined) {
+      cursor = statements.all.iterate(tableId, key) as Cursor;
+    } else {
+      const first = selectors[0];
+      if (first === undefined) return;
+      cursor = statements.from.iterate(tableId, key, first.family, selectorColumn(first)) as Cursor;
+    }
+    let family = '';
+    let column: Uint8Array | undefined;
+    let count = 0;
+    try {
+      for (;;) {
+        const step = cursor.next();
+        if (step.done === true) return;
+        const [cellFamily, qualifier, timestamp, value] = step.value as [string, Uint8Array, bigint, Uint8Array];
+        if (selectors !== undefined) {
+          while (next < selectors.length && selectorBefore(selectors[next] as (typeof selectors)[number], cellFamily, qualifier)) next++;
+          const selector = selectors[next];
+          if (selector === undefined) return;
+          if (!selectorMatches(selector, cellFamily, qualifier)) {
+            cursor.return?.();
+            cursor = statements.from.iterate(tableId, key, selector.family, selectorColumn(selector)) as Cursor;
+            continue;
+          }
+        }
+        const rule = rules.get(cellFamily);
+        if (rule === undefined) {
+          // A family the table no longer has: nothing of it is readable.
+          cursor.return?.();
+          cursor = statements.afterFamily.iterate(tableId, key, cellFamily) as Cursor;
+          continue;
+        }
+        if (cellFamily !== family || column === undefined || !sameBytes(qualifier, column)) {
+          family = cellFamily;
+          column = qualifier;
+          count = 0;
+        }
+        if (count >= rule.limit || (rule.cutoff !== undefined && timestamp < rule.cutoff)) {
+          cursor.return?.();
+          cursor = statements.afterColumn.iterate(tableId, key, cellFamily, qualifier) as Cursor;
+          continue;
+        }
+        out.cell(cellFamily, qualifier, timestamp, value);
+        count++;
+      }
+    } finally {
+      cursor.return?.();
+    }
+  }
+
+  /**
+   * One chunk of a scan: rows after `after` (or from the range's start) until the scan's limit,
+   * a full message, or ROWS_EXAMINED_PER_CHUNK rows. The trailer says whether the range is
+   * exhausted and, if not, the last key examined, from which the next chunk resumes.
+   */
+  #scan(id: number, decoder: Decoder, answers: Answers): void {
+    const instance = decoder.string();
+    const table = decoder.string();
+    const expectedId = decoder.u32();
+    const selection = decodeSelection(decoder);
+    const flags = decoder.u8();
+    const start = (flags & ScanFlag.start) !== 0 ? decoder.bytes() : undefined;
+    const end = (flags & ScanFlag.end) !== 0 ? decoder.bytes() : undefined;
+    const after = (flags & ScanFlag.after) !== 0 ? decoder.bytes() : undefined;
+    const limit = decoder.u32();
+    const info = this.#lookUp(instance, table);
+    // The table was deleted (and maybe created again) since the scan's first chunk.
+    if (expectedId !== 0 && info.id !== expectedId) throw tableNotFound(instance, table);
+    const plan = readPlan(selection, info.families, nowMicros());
+    const out = new RowAnswer(answers, id);
+    const range = { start, end, after, limit };
+    const last = (flags & ScanFlag.reverse) !== 0 ? this.#scanBackward(info.id, range, plan, out) : this.#scanForward(info.id, range, plan, out);
+    out.finish((encoder) => {
+      encoder.u32(info.id);
+      if (last === undefined) {
+        encoder.u8(1);
+      } else {
+        encoder.u8(0);
+        encoder.bytes(last);
+      }
+    });
+  }
+
+  /** Returns the last key examined when the chunk ends before the range does. */
+  #scanForward(tableId: number, range: ScanRange, plan: ReadPlan, out: RowAnswer): Uint8Array | undefined {
+    const { selectors, rules } = plan;
+    const statements = this.#range;
+    let cursor: Cursor =
+      range.after !== undefined
+        ? (statements.afterRow.iterate(tableId, range.after) as Cursor)
+        : range.start !== undefined
+          ? (statements.fromKey.iterate(tableId, range.start) as Cursor)
+          : (statements.all.iterate(tableId) as Cursor);
+    let rowKey: Uint8Array | undefined;
+    let rows = 0;
+    let examined = 0;
+    let next = 0;
+    let family = '';
+    let column: Uint8Array | undefined;
+    let count = 0;
+    try {
+      for (;;) {
+        const step = cursor.next();
+        if (step.done === true) {
+          if (rowKey !== undefined && out.endRow()) rows++;
+          return undefined;
+        }
+        const [key, cellFamily, qualifier, timestamp, value] = step.value as [Uint8Array, string, Uint8Array, bigint, Uint8Array];
+        if (rowKey === undefined || !sameBytes(key, rowKey)) {
+          if (rowKey !== undefined) {
+            if (out.endRow()) rows++;
+            if (rows >= range.limit || out.full || examined >= ROWS_EXAMINED_PER_CHUNK) return rowKey;
+          }
+          if (range.end !== undefined && Buffer.compare(key, range.end) >= 0) return undefined;
+          rowKey = key;
+          examined++;
+          out.beginRow(0, key);
+          next = 0;
+          column = undefined;
+        }
+        if (selectors !== undefined) {
+          while (next < selectors.length && selectorBefore(selectors[next] as (typeof selectors)[number], cellFamily, qualifier)) next++;
+          const selector = selectors[next];
+          if (selector === undefined) {
+            cursor.return?.();
+            cursor = statements.afterRow.iterate(tableId, key) as Cursor;
+            continue;
+          }
+          if (!selectorMatches(selector, cellFamily, qualifier)) {
+            cursor.return?.();
+            cursor = statements.from.iterate(tableId, key, selector.family, selectorColumn(selector)) as Cursor;
+            continue;
+          }
+        }
+        const rule = rules.get(cellFamily);
+        if (rule === undefined) {
+          cursor.return?.();
+          cursor = statements.afterFamily.iterate(tableId, key, cellFamily) as Cursor;
+          continue;
+        }
+        if (cellFamily !== family || column === undefined || !sameBytes(qualifier, column)) {
+          family = cellFamily;
+          column = qualifier;
+          count = 0;
+        }
+        if (count >= rule.limit || (rule.cutoff !== undefined && timestamp < rule.cutoff)) {
+          cursor.return?.();
+          cursor = statements.afterColumn.iterate(tableId, key, cellFamily, qualifier) as Cursor;
+          continue;
+        }
+        out.cell(cellFamily, qualifier, timestamp, value);
+        count++;
+      }
+    } finally {
+      cursor.return?.();
+    }
+  }
+
+  #scanBackward(tableId: number, range: ScanRange, plan: ReadPlan, out: RowAnswer): Uint8Array | undefined {
+    let bound = range.after ?? range.end;
+    let rows = 0;
+    for (let examined = 0; ; examined++) {
+      const found = (bound === undefined ? this.#lastKey.get(tableId) : this.#keyBefore.get(tableId, bound)) as [Uint8Array] | undefined;
+      const key = found?.[0];
+      if (key === undefined || (range.start !== undefined && Buffer.compare(key, range.start) < 0)) return undefined;
+      out.beginRow(0, key);
+      this.#readRow(tableId, key, plan, out);
+      if (out.endRow()) rows++;
+      bound = key;
+      if (rows >= range.limit || out.full || examined + 1 >= ROWS_EXAMINED_PER_CHUNK) return key;
+    }
+  }
+
+  #lookUp(instance: string, table: string): TableInfo {
+    const rows = this.#table.all(instance, table) as unknown as Array<[bigint, string, bigint | null, bigint | null]>;
+    const first = rows[0];
+    if (first === undefined) throw tableNotFound(instance, table);
+    const families = new Map<string, FamilyPolicy>();
+    for (const [, name, maxVersions, maxAgeSeconds] of rows) {
+      families.set(name, {
+        ...(maxVersions === null ? {} : { maxVersions: Number(maxVersions) }),
+        ...(maxAgeSeconds === null ? {} : { maxAgeSeconds: Number(maxAgeSeconds) }),
+      });
+    }
+    return { id: Number(first[0]), families };
+  }
+}
+
+interface ScanRange {
+  readonly start: Uint8Array | undefined;
+  readonly end: Uint8Array | undefined;
+  readonly after: Uint8Array | undefined;
+  readonly limit: number;
+}
+
+function nowMicros(): bigint {
+  return BigInt(Date.now()) * 1000n;
+}
+
+export type { FamilyPolicies };

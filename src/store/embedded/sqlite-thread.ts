@@ -1,0 +1,113 @@
+/**
+ * The entry point of the embedded store's SQLite threads (worker_threads): one writer holding the
+ * only writing connection, and readers each holding a read-only one. The main thread never runs
+ * SQLite, so no query, however large, holds up its event loop.
+ */
+import { DatabaseSync } from 'node:sqlite';
+import { receiveMessageOnPort, workerData } from 'node:worker_threads';
+import { StoreError, callerGone } from '../errors.ts';
+import { Answers } from './answers.ts';
+import { Decoder } from './codec.ts';
+import { CANCEL_SLOTS, Kind, Status, type ThreadData } from './protocol.ts';
+import { Reader } from './reader.ts';
+import { toStoreError } from './sqlite-errors.ts';
+import { Writer } from './writer.ts';
+
+/** Past this, the WAL file is truncated after a checkpoint rather than kept at its largest size. */
+const WAL_SIZE_LIMIT_BYTES = 64 * 1024 * 1024;
+/** How long a connection waits for a lock held by the store's other connections (WAL recovery, checkpoints). */
+const BUSY_TIMEOUT_MS = 5000;
+
+interface Request {
+  readonly id: number;
+  readonly kind: number;
+  readonly deadline: number;
+  readonly decoder: Decoder;
+}
+
+const { role, databaseFile, cancelled: cancelledBuffer, port } = workerData as ThreadData;
+const cancelled = new Int32Array(cancelledBuffer);
+const db = new DatabaseSync(databaseFile, { timeout: BUSY_TIMEOUT_MS });
+const answers = new Answers((buffer) => port.postMessage(buffer, [buffer]));
+
+if (role === 'writer') {
+  db.exec(`PRAGMA synchronous = FULL; PRAGMA journal_size_limit = ${WAL_SIZE_LIMIT_BYTES}`);
+  const writer = new Writer(db);
+  port.on('message', (first: ArrayBuffer) => {
+    // Everything that queued up while the last batch committed joins this one.
+    const requests = requestsOf(first);
+    for (let more = receiveMessageOnPort(port); more !== undefined; more = receiveMessageOnPort(port)) {
+      requests.push(...requestsOf(more.message as ArrayBuffer));
+    }
+    const closeAt = requests.findIndex((request) => request.kind === Kind.close);
+    const batch = closeAt < 0 ? requests : requests.slice(0, closeAt);
+    const outcomes = writer.runBatch(batch.map((request) => ({ ...request, skip: () => skipReason(request) })));
+    batch.forEach((request, index) => {
+      const outcome = outcomes[index];
+      if (outcome?.ok === true) answers.answer(request.id, Status.done, outcome.result);
+      else answers.failed(request.id, outcome?.error ?? new StoreError('INTERNAL', 'no outcome'));
+    });
+    if (closeAt >= 0) close(requests.slice(closeAt));
+    else answers.flush();
+  });
+} else {
+  db.exec('PRAGMA query_only = 1');
+  const reader = new Reader(db);
+  port.on('message', (buffer: ArrayBuffer) => {
+    const requests = requestsOf(buffer);
+    for (const [index, request] of requests.entries()) {
+      if (request.kind === Kind.close) {
+        close(requests.slice(index));
+        return;
+      }
+      const skipped = skipReason(request);
+      if (skipped !== undefined) {
+        answers.failed(request.id, skipped);
+        continue;
+      }
+      const mark = answers.mark();
+      try {
+        reader.run(request.id, request.kind, request.decoder, answers);
+      } catch (error) {
+        answers.rewind(mark);
+        answers.failed(request.id, toStoreError(error, 'read'));
+      }
+      if (answers.full) answers.flush();
+    }
+    answers.flush();
+  });
+}
+
+/** Answers the close request (the first of `requests`), refuses the rest, and lets the thread end. */
+function close(requests: readonly Request[]): void {
+  const [closing, ...after] = requests;
+  for (const request of after) answers.failed(request.id, new StoreError('UNAVAILABLE', 'the embedded store is closed'));
+  try {
+    db.close();
+    if (closing !== undefined) answers.answer(closing.id, Status.done);
+  } catch (error) {
+    if (closing !== undefined) answers.failed(closing.id, toStoreError(error, 'close'));
+  }
+  answers.flush();
+  port.close();
+}
+
+/** The requests of one message: `u32 id, u8 kind, f64 deadline, u32 length, payload` each. */
+function requestsOf(buffer: ArrayBuffer): Request[] {
+  const decoder = new Decoder(buffer);
+  const requests: Request[] = [];
+  while (!decoder.done) {
+    const id = decoder.u32();
+    const kind = decoder.u8();
+    const deadline = decoder.f64();
+    requests.push({ id, kind, deadline, decoder: decoder.sub(decoder.u32()) });
+  }
+  return requests;
+}
+
+/** Why a request must not start: its caller went, or its deadline passed while it queued. */
+function skipReason(request: Request): StoreError | undefined {
+  if (Atomics.load(cancelled, request.id % CANCEL_SLOTS) === request.id) return callerGone();
+  if (Date.now() >= request.deadline) return new StoreError('DEADLINE_EXCEEDED', 'deadline passed before the store was called');
+  return undefined;
+}

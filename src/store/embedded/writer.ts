@@ -1,0 +1,322 @@
+import type { DatabaseSync, StatementSync } from 'node:sqlite';
+import { StoreError } from '../errors.ts';
+import type { FamilyPolicy } from '../store.ts';
+import type { Decoder, Encoder } from './codec.ts';
+import { Kind, MutationType, decodePolicyBound, encodeError } from './protocol.ts';
+import { tableNotFound, toStoreError } from './sqlite-errors.ts';
+
+interface TableEntry {
+  readonly id: number;
+  readonly families: ReadonlyMap<string, FamilyPolicy>;
+}
+
+/** One request of a batch, as the writer thread received it. */
+export interface WriteRequest {
+  readonly id: number;
+  readonly kind: number;
+  readonly decoder: Decoder;
+  /** Why the request must not run (deadline passed, caller gone), checked when its turn comes. */
+  readonly skip: () => StoreError | undefined;
+}
+
+/** What a request of the batch came to: its result's encoder, or its error. */
+export type WriteOutcome = { readonly ok: true; readonly result: (encoder: Encoder) => void } | { readonly ok: false; readonly error: StoreError };
+
+type DecodedMutation =
+  | { readonly type: 1; readonly family: string; readonly column: Buffer; readonly value: Buffer; readonly timestamp: bigint }
+  | { readonly type: 2; readonly family: string; readonly column: Buffer }
+  | { readonly type: 3; readonly family: string }
+  | { readonly type: 4 };
+
+const NO_RESULT = (): void => {};
+
+/**
+ * Writer runs every change of the embedded store on the one writing connection, in batches: all
+ * the requests that reached the writer thread while it was busy share one transaction and so one
+ * fsync (group commit). Each request runs in its own savepoint, and each entry of a mutateRows in
+ * a savepoint inside it, so that a failing one is rolled back alone. No outcome is reported before
+ * the COMMIT that made it durable; if the COMMIT fails, every request of the batch fails with it.
+ *
+ * Retention is enforced here, in the same transaction as the write that makes versions surplus or
+ * expired: after a row's mutations, each column they set in a family with a policy keeps only its
+ * newest maxVersions versions and none older than maxAgeSeconds.
+ *
+ * The catalog of tables and families is kept in memory: this connection is the only one that
+ * changes it.
+ */
+export class Writer {
+  readonly #db: DatabaseSync;
+  readonly #catalog = new Map<string, TableEntry>();
+  readonly #statements: Record<
+    'upsert' | 'deleteColumn' | 'deleteFamily' | 'deleteRow' | 'keepNewest' | 'dropOlder' | 'insertTable' | 'insertFamily' | 'deleteCells' | 'deleteFamilies' | 'deleteTable',
+    StatementSync
+  >;
+
+  constructor(db: DatabaseSync) {
+    this.#db = db;
+    const cell = 'table_id = ? AND row_key = ?';
+    const column = `${cell} AND family = ? AND qualifier = ?`;
+    this.#statements = {
+      upsert: db.prepare(
+        `INSERT INTO cells (table_id, row_key, family, qualifier, ts, value) VALUES (?, ?, ?, ?, ?, ?)
+         ON CONFLICT DO UPDATE SET value = excluded.value`,
+      ),
+      deleteColumn: db.prepare(`DELETE FROM cells WHERE ${column}`),
+      deleteFamily: db.prepare(`DELETE FROM cells WHERE ${cell} AND family = ?`),
+      deleteRow: db.prepare(`DELETE FROM cells WHERE ${cell}`),
+      // Versions older than the column's n-th newest (the OFFSET is n - 1); none when it has n or fewer.
+      keepNewest: db.prepare(
+        `DELETE FROM cells WHERE table_id = ?1 AND row_key = ?2 AND family = ?3 AND qualifier = ?4 AND ts <
+           (SELECT ts FROM cells WHERE table_id = ?1 AND row_key = ?2 AND family = ?3 AND qualifier = ?4 ORDER BY ts DESC LIMIT 1 OFFSET ?5)`,
+      ),
+      dropOlder: db.prepare(`DELETE FROM cells WHERE ${column} AND ts < ?`),
+      insertTable: db.prepare('INSERT INTO tables (instance, name) VALUES (?, ?) RETURNING id'),
+      insertFamily: db.prepare('INSERT INTO families (table_id, name, max_versions, max_age_seconds) VALUES (?, ?, ?, ?)'),
+      deleteCells: db.prepare('DELETE FROM cells WHERE table_id = ?'),
+      deleteFamilies: db.prepare('DELETE FROM families WHERE table_id = ?'),
+      deleteTable: db.prepare('DELETE FROM tables WHERE id = ?'),
+    };
+    this.#loadCatalog();
+  }
+
+  /** Runs a batch in one transaction; returns each request's outcome, in order. */
+  runBatch(requests: readonly WriteRequest[]): WriteOutcome[] {
+    const outcomes: WriteOutcome[] = [];
+    try {
+      this.#db.exec('BEGIN IMMEDIATE');
+      for (const request of requests) {
+        const skipped = request.skip();
+        if (skipped !== undefined) {
+          outcomes.push({ ok: false, error: skipped });
+          continue;
+        }
+        this.#db.exec('SAVEPOINT request');
+        try {
+          outcomes.push({ ok: true, result: this.#run(request.kind, request.decoder) });
+          this.#db.exec('RELEASE request');
+        } catch (error) {
+          this.#db.exec('ROLLBACK TO request');
+          this.#db.exec('RELEASE request');
+          outcomes.push({ ok: false, error: toStoreError(error, 'write') });
+        }
+      }
+      this.#db.exec('COMMIT');
+      return outcomes;
+    } catch (error) {
+      if (this.#db.isTransaction) this.#db.exec('ROLLBACK');
+      // Changes of the batch to the catalog were rolled back with it.
+      this.#loadCatalog();
+      const failure = toStoreError(error, 'commit');
+      return requests.map(() => ({ ok: false, error: failure }));
+    }
+  }
+
+  #run(kind: number, decoder: Decoder): (encoder: Encoder) => void {
+    switch (kind) {
+      case Kind.ping:
+        return NO_RESULT;
+      case Kind.createTable:
+        this.#createTable(decoder);
+        return NO_RESULT;
+      case Kind.deleteTable:
+        this.#deleteTable(decoder);
+        return NO_RESULT;
+      case Kind.mutate:
+        return this.#mutate(decoder);
+      default:
+        throw new Error(`unknown write request kind ${kind}`);
+    }
+  }
+
+  #createTable(decoder: Decoder): void {
+    const instance = decoder.string();
+    const name = decoder.string();
+    const count = decoder.u32();
+    if (this.#catalog.has(catalogKey(instance, name))) {
+      throw new StoreError('ALREADY_EXISTS', `table ${instance}/${name} exists`, { resource: 'table', name });
+    }
+    const { id } = this.#statements.insertTable.get(instance, name) as { id: number };
+    const families = new Map<string, FamilyPolicy>();
+    for (let i = 0; i < count; i++) {
+      const family = decoder.string();
+      const maxVersions = decodePolicyBound(decoder);
+      const maxAgeSeconds = decodePolicyBound(decoder);
+      this.#statements.insertFamily.run(id, family, maxVersions ?? null, maxAgeSeconds ?? null);
+      families.set(family, {
+        ...(maxVersions === undefined ? {} : { maxVersions }),
+        ...(maxAgeSeconds === undefined ? {} : { maxAgeSeconds }),
+      });
+    }
+    this.#catalog.set(catalogKey(instance, name), { id, families });
+  }
+
+  #deleteTable(decoder: Decoder): void {
+    const instance = decoder.string();
+    const name = decoder.string();
+    const { id } = this.#table(instance, name);
+    this.#statements.deleteCells.run(id);
+    this.#statements.deleteFamilies.run(id);
+    this.#statements.deleteTable.run(id);
+    this.#catalog.delete(catalogKey(instance, name));
+  }
+
+  /** Applies the entries of a mutateRow or mutateRows; the result lists each entry's outcome. */
+  #mutate(decoder: Decoder): (encoder: Encoder) => void {
+    const instance = decoder.string();
+    const name = decoder.string();
+    const table = this.#table(instance, name);
+    const familyNames: string[] = [];
+    for (let count = decoder.u32(), i = 0; i < count; i++) familyNames.push(decoder.string());
+    const entries = decoder.u32();
+    const errors: Array<StoreError | undefined> = [];
+    for (let entry = 0; entry < entries; entry++) {
+      const key = decoder.bytes();
+      const mutations = decodeMutations(decoder, familyNames);
+      const missing = missingFamily(mutations, table);
+      if (missing !== undefined) {
+        errors.push(
+          new StoreError('NOT_FOUND', `column family "${missing}" not in table ${instance}/${name}`, { resource: 'columnFamily', name: missing }),
+        );
+        continue;
+      }
+      this.#db.exec('SAVEPOINT entry');
+      try {
+        this.#applyRow(table, key, mutations);
+        this.#db.exec('RELEASE entry');
+        errors.push(undefined);
+      } catch (error) {
+        this.#db.exec('ROLLBACK TO entry');
+        this.#db.exec('RELEASE entry');
+        errors.push(toStoreError(error, 'write'));
+      }
+    }
+    return (encoder) => {
+      encoder.u32(errors.length);
+      for (const error of errors) {
+        if (error === undefined) {
+          encoder.u8(1);
+        } else {
+          encoder.u8(0);
+          encodeError(encoder, error);
+        }
+      }
+    };
+  }
+
+  #applyRow(table: TableEntry, key: Uint8Array, mutations: readonly DecodedMutation[]): void {
+    const statements = this.#statements;
+    // Columns set in families with a retention policy, to trim once the row's mutations are done.
+    let touched: Map<string, { readonly family: string; readonly column: Uint8Array; readonly policy: FamilyPolicy }> | undefined;
+    for (const mutation of mutations) {
+      switch (mutation.type) {
+        case MutationType.set: {
+          statements.upsert.run(table.id, key, mutation.family, mutation.column, mutation.timestamp, mutation.value);
+          const policy = table.families.get(mutation.family);
+          if (policy !== undefined && (policy.maxVersions !== undefined || policy.maxAgeSeconds !== undefined)) {
+            touched ??= new Map();
+            touched.set(`${mutation.family}\u0000${mutation.column.toString('latin1')}`, {
+              family: mutation.family,
+              column: mutation.column,
+              policy,
+            });
+          }
+          break;
+        }
+        case MutationType.deleteColumn:
+          statements.deleteColumn.run(table.id, key, mutation.family, mutation.column);
+          break;
+        case MutationType.deleteFamily:
+          statements.deleteFamily.run(table.id, key, mutation.family);
+          break;
+        case MutationType.deleteRow:
+          statements.deleteRow.run(table.id, key);
+          break;
+      }
+    }
+    if (touched === undefined) return;
+    const now = BigInt(Date.now()) * 1000n;
+    for (const { family, column, policy } of touched.values()) {
+      if (policy.maxVersions !== undefined) statements.keepNewest.run(table.id, key, family, column, policy.maxVersions - 1);
+      if (policy.maxAgeSeconds !== undefined) {
+        statements.dropOlder.run(table.id, key, family, column, now - BigInt(policy.maxAgeSeconds) * 1_000_000n);
+      }
+    }
+  }
+
+  #table(instance: string, name: string): TableEntry {
+    const table = this.#catalog.get(catalogKey(instance, name));
+    if (table === undefined) throw tableNotFound(instance, name);
+    return table;
+  }
+
+  #loadCatalog(): void {
+    this.#catalog.clear();
+    const tables = this.#db.prepare('SELECT id, instance, name FROM tables').all() as Array<{ id: number; instance: string; name: string }>;
+    const byId = new Map<number, Map<string, FamilyPolicy>>();
+    for (const table of tables) {
+      const families = new Map<string, FamilyPolicy>();
+      byId.set(table.id, families);
+      this.#catalog.set(catalogKey(table.instance, table.name), { id: table.id, families });
+    }
+    const families = this.#db.prepare('SELECT table_id, name, max_versions, max_age_seconds FROM families').all() as Array<{
+      table_id: number;
+      name: string;
+      max_versions: number | null;
+      max_age_seconds: number | null;
+    }>;
+    for (const family of families) {
+      byId.get(family.table_id)?.set(family.name, {
+        ...(family.max_versions === null ? {} : { maxVersions: family.max_versions }),
+        ...(family.max_age_seconds === null ? {} : { maxAgeSeconds: family.max_age_seconds }),
+      });
+    }
+  }
+}
+
+function catalogKey(instance: string, table: string): string {
+  return `${instance}/${table}`;
+}
+
+/** The first family, in mutation order, that the table does not have. */
+function missingFamily(mutations: readonly DecodedMutation[], table: TableEntry): string | undefined {
+  for (const mutation of mutations) {
+    if (mutation.type !== MutationType.deleteRow && !table.families.has(mutation.family)) return mutation.family;
+  }
+  return undefined;
+}
+
+function decodeMutations(decoder: Decoder, familyNames: readonly string[]): DecodedMutation[] {
+  const mutations: DecodedMutation[] = [];
+  const family = () => {
+    const index = decoder.u32();
+    const name = familyNames[index];
+    if (name === undefined) throw new Error(`family index ${index} out of range`);
+    return name;
+  };
+  for (let count = decoder.u32(), i = 0; i < count; i++) {
+    const type = decoder.u8();
+    switch (type) {
+      case MutationType.set: {
+        const name = family();
+        const column = decoder.bytes();
+        const value = decoder.bytes();
+        mutations.push({ type, family: name, column, value, timestamp: decoder.i64() });
+        break;
+      }
+      case MutationType.deleteColumn: {
+        const name = family();
+        mutations.push({ type, family: name, column: decoder.bytes() });
+        break;
+      }
+      case MutationType.deleteFamily:
+        mutations.push({ type, family: family() });
+        break;
+      case MutationType.deleteRow:
+        mutations.push({ type });
+        break;
+      default:
+        throw new Error(`unknown mutation type ${type}`);
+    }
+  }
+  return mutations;
+}
