@@ -11,3 +11,12 @@ export async function cbt(emulatorHost: string, instance: string, ...args: strin
   });
   return stdout;
 }
+
+/** Runs the `cbt` CLI and returns its standard output as bytes: it prints qualifiers unescaped. */
+export async function cbtBytes(emulatorHost: string, instance: string, ...args: string[]): Promise<Buffer> {
+  const { stdout } = await execFileAsync('cbt', ['-project', TEST_PROJECT, '-instance', instance, ...args], {
+    env: { ...process.env, BIGTABLE_EMULATOR_HOST: emulatorHost },
+    encoding: 'buffer',
+  });
+  return stdout;
+}

@@ -1,13 +1,33 @@
 import { Bigtable, type BigtableOptions, admin as bigtableAdmin, v2, type protos } from '@google-cloud/bigtable';
-import { Metadata } from '@grpc/grpc-js';
-import pRetry, { AbortError } from 'p-retry';
-import { StoreError, callerGone, isStoreError } from '../errors.ts';
-import type { CallOptions, Cell, CellWrite, DataStore, TableRef } from '../legacy-store.ts';
-import { FamilyCache } from './family-cache.ts';
-import { isDeadline, isTransient, toStoreError } from './grpc-errors.ts';
-import { mergeRowChunks } from './row-chunks.ts';
+import { status as GrpcStatus } from '@grpc/grpc-js';
+import { StoreError, isStoreError } from '../errors.ts';
+import type * as legacy from '../legacy-store.ts';
+import type {
+  CallOptions,
+  DataStore,
+  FamilySpec,
+  KeyRange,
+  Mutation,
+  ReadSelection,
+  Row,
+  RowMutations,
+  ScanRequest,
+  StoreCapabilities,
+  StoreLimits,
+  TableRef,
+  TableSchema,
+} from '../store.ts';
+import { type BigtableStub, backoff, gaxOptions, grpcOptions, routingHeader, streamOf, unaryOf, withRetry } from './calls.ts';
+import { gcRuleFor, policyOf } from './gc-rules.ts';
+import { grpcCode, isDeadline, isTransient, toStoreError } from './grpc-errors.ts';
+import { BIGTABLE_CAPABILITIES, BIGTABLE_LIMITS } from './limits.ts';
+import { type SendEntries, applyEntries } from './mutate-rows.ts';
+import { firstMissingFamily, toProtoMutation } from './mutations.ts';
+import { readFilter } from './read-filter.ts';
+import { type MergedRow, RowMerger, sortCells } from './row-chunks.ts';
+import { type Families, SchemaCache } from './schema-cache.ts';
 
-type ReadRowsResponse = protos.google.bigtable.v2.IReadRowsResponse;
+type ReadRowsRequest = protos.google.bigtable.v2.IReadRowsRequest;
 
 export interface BigtableStoreOptions {
   projectId: string;
@@ -16,32 +36,46 @@ export interface BigtableStoreOptions {
   emulatorHost?: string;
   /** Service account key file; otherwise application default credentials. */
   credentialsFile?: string;
-  /** How long a table's column families are trusted without asking the backend again. */
-  familyCacheTtlMs?: number;
+  /** How long a table's column families and their policies are trusted without asking the backend again. */
+  schemaCacheTtlMs?: number;
 }
 
-// Retry backoff for transient failures, bounded by each call's deadline.
-const RETRY_MIN_MS = 20;
-const RETRY_MAX_MS = 250;
+/**
+ * The emulator (gcloud 528) answers a reversed ReadRows with UNIMPLEMENTED "Client doesn't
+ * support reverse scans yet"; production Bigtable serves them.
+ */
+const EMULATOR_CAPABILITIES: StoreCapabilities = Object.freeze({ ...BIGTABLE_CAPABILITIES, reverseScan: false });
 
 /**
  * BigtableStore is the DataStore on Cloud Bigtable. It uses the client library's generated
  * (low-level) data and table-admin clients: they keep row keys, qualifiers and values as bytes,
  * build no per-request objects, and leave retries and deadlines to this adapter.
+ *
+ * Native: GC rules for retention, MutateRow for atomic row mutations, MutateRows with per-entry
+ * status for batches, ReadRows with row keys or ranges, rows_limit, reversed and filters for
+ * reads and scans. Added here: a check that every family a mutation names exists before anything
+ * is written (the emulator applies part of a mutation naming an unknown family), and read-time
+ * filtering of versions a retention policy has expired (Bigtable's GC runs asynchronously).
+ * Both use the table's schema, cached (SchemaCache).
+ *
+ * It also serves the legacy contract (legacy-store.ts) that v1 is still written against.
  */
-export class BigtableStore implements DataStore {
+export class BigtableStore implements DataStore, legacy.DataStore {
   readonly type = 'bigtable';
+  readonly capabilities: StoreCapabilities;
+  readonly limits: StoreLimits = BIGTABLE_LIMITS;
   readonly #projectId: string;
   readonly #instanceIds: readonly string[];
   readonly #data: v2.BigtableClient;
   readonly #admin: bigtableAdmin.v2.BigtableTableAdminClient;
-  readonly #families: FamilyCache;
+  readonly #schemas: SchemaCache;
   #stubReady: Promise<BigtableStub> | undefined;
 
   constructor(options: BigtableStoreOptions) {
     this.#projectId = options.projectId;
     this.#instanceIds = options.instanceIds;
-    this.#families = new FamilyCache(options.familyCacheTtlMs ?? 10 * 60_000);
+    this.#schemas = new SchemaCache(options.schemaCacheTtlMs ?? 10 * 60_000);
+    this.capabilities = options.emulatorHost === undefined ? BIGTABLE_CAPABILITIES : EMULATOR_CAPABILITIES;
 
     // The Bigtable class only computes the clients' settings here (endpoint, channel pool, scopes).
     const clientOptions: BigtableOptions & Record<`grpc.${string}`, unknown> = {
@@ -64,29 +98,27 @@ export class BigtableStore implements DataStore {
     this.#admin = new bigtableAdmin.v2.BigtableTableAdminClient(settings.BigtableTableAdminClient);
   }
 
-  async createTable(ref: TableRef, families: readonly string[], options: CallOptions): Promise<void> {
-    const columnFamilies = Object.fromEntries(families.map((family) => [family, {}]));
+  /** Also takes bare family names, as the legacy contract gives them: families without a policy. */
+  async createTable(ref: TableRef, families: readonly (FamilySpec | string)[], options: CallOptions): Promise<void> {
+    const specs = families.map((family) => (typeof family === 'string' ? { name: family } : family));
+    const columnFamilies = Object.fromEntries(specs.map((family) => [family.name, { gcRule: gcRuleFor(family) ?? null }]));
     try {
       // Not retried: after a lost answer a retry would report ALREADY_EXISTS for our own table.
-      await this.#admin.createTable(
-        { parent: this.#instanceName(ref.instance), tableId: ref.table, table: { columnFamilies } },
-        gaxOptions(options),
-      );
+      await this.#admin.createTable({ parent: this.#instanceName(ref.instance), tableId: ref.table, table: { columnFamilies } }, gaxOptions(options));
     } catch (error) {
       throw toStoreError(error, 'createTable', { resource: 'table', name: ref.table });
     }
-    this.#families.set(this.#tableName(ref), families);
+    this.#schemas.set(this.#tableName(ref), new Map(specs.map(({ name, ...policy }) => [name, policyOf(gcRuleFor(policy))])));
   }
 
-  async deleteTable(ref: TableRef, options: CallOptions): Promise<void> {
-    const name = this.#tableName(ref);
-    try {
-      await this.#admin.deleteTable({ name }, gaxOptions(options));
-    } catch (error) {
-      throw toStoreError(error, 'deleteTable', { resource: 'table', name: ref.table });
-    } finally {
-      this.#families.delete(name);
-    }
+  async describeTable(ref: TableRef, options: CallOptions): Promise<TableSchema> {
+    const families = await this.#loadSchema(ref, options);
+    return {
+      name: ref.table,
+      families: [...families]
+        .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+        .map(([name, policy]) => ({ name, ...policy })),
+    };
   }
 
   async listTables(instance: string, options: CallOptions): Promise<string[]> {
@@ -98,47 +130,123 @@ export class BigtableStore implements DataStore {
     return tables.map((table) => (table.name ?? '').slice(prefix.length));
   }
 
-  async writeRow(ref: TableRef, rowKey: Buffer, cells: readonly CellWrite[], options: CallOptions): Promise<void> {
-    const tableName = this.#tableName(ref);
-    // The emulator applies the cells before an unknown family and then fails, so a missing family
-    // must be found before writing; production Bigtable would reject the whole mutation.
-    await this.#requireFamilies(ref, cells, options);
-    const mutations = cells.map((cell) => ({
-      setCell: {
-        familyName: cell.family,
-        columnQualifier: cell.qualifier,
-        timestampMicros: cell.timestampMicros.toString(),
-        value: cell.value,
-      },
-    }));
+  async deleteTable(ref: TableRef, options: CallOptions): Promise<void> {
+    const name = this.#tableName(ref);
     try {
-      // Safe to retry: every cell carries its timestamp, so a repeated mutation writes the same versions.
-      await withRetry(options, 'mutateRow', { resource: 'table', name: ref.table }, () =>
-        this.#data.mutateRow({ tableName, rowKey, mutations }, gaxOptions(options)),
-      );
+      await this.#admin.deleteTable({ name }, gaxOptions(options));
+    } catch (error) {
+      throw toStoreError(error, 'deleteTable', { resource: 'table', name: ref.table });
+    } finally {
+      this.#schemas.delete(name);
+    }
+  }
+
+  async mutateRow(ref: TableRef, key: Buffer, mutations: readonly Mutation[], options: CallOptions): Promise<void> {
+    const tableName = this.#tableName(ref);
+    // The emulator applies the mutations before one naming an unknown family and then fails, so a
+    // missing family must be found before writing; production Bigtable would reject all of it.
+    await this.#requireFamilies(ref, [mutations], options);
+    const request = { tableName, rowKey: key, mutations: mutations.map(toProtoMutation) };
+    try {
+      // Safe to retry: every set carries its timestamp, so a repeated mutation leaves the same row.
+      await withRetry(options, 'mutateRow', { resource: 'table', name: ref.table }, async () => {
+        const stub = await this.#stub();
+        return unaryOf((done) => stub.mutateRow(request, routingHeader(tableName), grpcOptions(options), done), options);
+      });
     } catch (error) {
       // The schema may have changed behind the cache: look again to say precisely what is missing.
-      this.#families.delete(tableName);
+      this.#schemas.delete(tableName);
       if (isStoreError(error, 'UNAVAILABLE') || isStoreError(error, 'DEADLINE_EXCEEDED')) throw error;
-      await this.#requireFamilies(ref, cells, options);
+      await this.#requireFamilies(ref, [mutations], options);
       throw error;
     }
   }
 
-  async readRow(ref: TableRef, rowKey: Buffer, options: CallOptions): Promise<Cell[] | null> {
+  async mutateRows(ref: TableRef, entries: readonly RowMutations[], options: CallOptions): Promise<Array<StoreError | undefined>> {
     const tableName = this.#tableName(ref);
-    const request = { tableName, rows: { rowKeys: [rowKey] }, rowsLimit: 1, filter: { cellsPerColumnLimitFilter: 1 } };
-    const responses = await withRetry(options, 'readRows', { resource: 'table', name: ref.table }, async () => {
-      const stub = await this.#stub();
-      return collect(stub.readRows(request, routingHeader(tableName), grpcOptions(options)), options.signal);
+    const results = new Array<StoreError | undefined>(entries.length).fill(undefined);
+    const families = await this.#requireFamilies(
+      ref,
+      entries.map((entry) => entry.mutations),
+      options,
+      { throwMissing: false },
+    );
+    // An entry naming a missing family fails alone, before anything is sent (see mutateRow).
+    const toSend: number[] = [];
+    entries.forEach((entry, index) => {
+      const missing = firstMissingFamily(entry.mutations, (family) => families.has(family));
+      if (missing !== undefined) results[index] = this.#familyNotFound(ref, missing);
+      else if (entry.key.length === 0) results[index] = new StoreError('INVALID_ARGUMENT', 'bigtable row keys are never empty', { limit: 'keyBytes' });
+      else toSend.push(index);
     });
-    let cells: Cell[] | null;
-    try {
-      cells = mergeRowChunks(responses.flatMap((response) => response.chunks ?? []));
-    } catch (error) {
-      throw new StoreError('INTERNAL', `bigtable readRows: ${(error as Error).message}`, { cause: error });
+    if (toSend.length === 0) return results;
+
+    const stub = await this.#stub();
+    const send: SendEntries = (indexes) => {
+      const request = { tableName, entries: indexes.map((index) => protoEntry(entries[index] as RowMutations)) };
+      return streamOf(() => stub.mutateRows(request, routingHeader(tableName), grpcOptions(options)), options);
+    };
+    const subject = { resource: 'table', name: ref.table } as const;
+    const failed: Array<[number, Error]> = [];
+    let answered = false;
+    // MutateRows may apply its entries "in arbitrary order (even between entries for the same
+    // row)", so the n-th entry for a row goes in the n-th call: they are applied in entry order.
+    for (const wave of waves(entries, toSend)) {
+      const outcome = await applyEntries(wave, send, options);
+      if (!outcome.answered && !answered) {
+        const error = outcome.results.get(wave[0] as number);
+        throw toStoreError(error, 'mutateRows', subject);
+      }
+      answered = true;
+      for (const [index, error] of outcome.results) if (error !== null) failed.push([index, error]);
     }
-    return cells === null ? null : cells.sort(byColumn);
+    if (failed.length === 0) return results;
+
+    // A family deleted behind the cache fails its entries (on the emulator, after writing part of
+    // them): look again, to say which family is missing rather than pass on the backend's text.
+    let now: Families | undefined;
+    if (failed.some(([, error]) => !isTransient(error) && !isDeadline(error))) {
+      this.#schemas.delete(tableName);
+      now = await this.#loadSchema(ref, options).catch(() => undefined);
+    }
+    for (const [index, error] of failed) {
+      const missing = now === undefined ? undefined : firstMissingFamily((entries[index] as RowMutations).mutations, (family) => now.has(family));
+      results[index] = missing === undefined ? toStoreError(error, 'mutateRows', subject) : this.#familyNotFound(ref, missing);
+    }
+    return results;
+  }
+
+  async readRows(ref: TableRef, keys: readonly Buffer[], selection: ReadSelection, options: CallOptions): Promise<Array<Row | null>> {
+    const tableName = this.#tableName(ref);
+    const families = await this.#families(ref, options);
+    // Bigtable keys are never empty, and an empty row set would read the whole table.
+    const unique = [...new Map(keys.filter((key) => key.length > 0).map((key) => [key.toString('latin1'), key])).values()];
+    if (unique.length === 0) return keys.map(() => null);
+
+    const found = await withRetry(options, 'readRows', { resource: 'table', name: ref.table }, async () => {
+      const request: ReadRowsRequest = { tableName, rows: { rowKeys: unique }, filter: readFilter(selection, families, Date.now()) };
+      const rows = new Map<string, Row>();
+      for await (const row of this.#readStream(request, options)) rows.set(row.key.toString('latin1'), row);
+      return rows;
+    });
+    return keys.map((key) => found.get(key.toString('latin1')) ?? null);
+  }
+
+  scanRows(ref: TableRef, scan: ScanRequest, options: CallOptions): AsyncIterable<Row> {
+    return this.#scan(ref, scan, options);
+  }
+
+  /** Reads the latest version of every column of the row, for the legacy contract. */
+  async readRow(ref: TableRef, rowKey: Buffer, options: CallOptions): Promise<legacy.Cell[] | null> {
+    const [row] = await this.readRows(ref, [rowKey], { versions: 1 }, options);
+    if (row === null || row === undefined) return null;
+    return row.cells.map((cell) => ({ family: cell.family, qualifier: cell.column, value: cell.value, timestampMicros: cell.timestampMicros }));
+  }
+
+  /** Writes the cells to one row in one mutation, for the legacy contract. */
+  writeRow(ref: TableRef, rowKey: Buffer, cells: readonly legacy.CellWrite[], options: CallOptions): Promise<void> {
+    const mutations = cells.map((cell): Mutation => ({ type: 'set', family: cell.family, column: cell.qualifier, value: cell.value, timestampMicros: cell.timestampMicros }));
+    return this.mutateRow(ref, rowKey, mutations, options);
   }
 
   async checkHealth(options: CallOptions): Promise<void> {
@@ -155,30 +263,116 @@ export class BigtableStore implements DataStore {
     await Promise.all([this.#data.close(), this.#admin.close()]);
   }
 
-  /** Throws NOT_FOUND for a missing table or for the first cell whose family the table lacks. */
-  async #requireFamilies(ref: TableRef, cells: readonly CellWrite[], options: CallOptions): Promise<void> {
+  async *#scan(ref: TableRef, scan: ScanRequest, options: CallOptions): AsyncGenerator<Row> {
     const tableName = this.#tableName(ref);
-    const cached = this.#families.get(tableName);
-    if (cached !== undefined && cells.every((cell) => cached.has(cell.family))) return;
-
-    const [table] = await withRetry(options, 'getTable', { resource: 'table', name: ref.table }, () =>
-      this.#admin.getTable({ name: tableName, view: 'SCHEMA_VIEW' }, gaxOptions(options)),
-    );
-    const families = this.#families.set(tableName, Object.keys(table.columnFamilies ?? {}));
-    const missing = cells.find((cell) => !families.has(cell.family));
-    if (missing !== undefined) {
-      throw new StoreError('NOT_FOUND', `column family "${missing.family}" not in table ${tableName}`, {
-        resource: 'columnFamily',
-        name: missing.family,
-      });
+    const families = await this.#families(ref, options);
+    let range: KeyRange = scan.range;
+    let left = scan.limit;
+    let lastTransient: unknown;
+    for (let attempt = 0; ; attempt++) {
+      if (isEmpty(range) || left <= 0) return;
+      const request: ReadRowsRequest = {
+        tableName,
+        rows: { rowRanges: [rowRange(range)] },
+        rowsLimit: left,
+        filter: readFilter(scan, families, Date.now()),
+        ...(scan.reverse ? { reversed: true } : {}),
+      };
+      try {
+        for await (const row of this.#readStream(request, options)) {
+          left -= 1;
+          // Where a retry resumes: just past the last row yielded, in the scan's direction.
+          range = scan.reverse ? { ...(range.start === undefined ? {} : { start: range.start }), end: row.key } : { start: after(row.key), ...(range.end === undefined ? {} : { end: range.end }) };
+          yield row;
+          if (left <= 0) return;
+        }
+        return;
+      } catch (error) {
+        if (isStoreError(error)) throw error;
+        if (isTransient(error) && (await backoff(attempt, options))) {
+          lastTransient = error;
+          continue;
+        }
+        if (grpcCode(error) === GrpcStatus.UNIMPLEMENTED && scan.reverse) {
+          throw new StoreError('UNIMPLEMENTED', `bigtable readRows: ${(error as Error).message}`, { capability: 'reverseScan', cause: error });
+        }
+        throw toStoreError(lastTransient !== undefined && isDeadline(error) ? lastTransient : error, 'readRows', { resource: 'table', name: ref.table });
+      }
     }
   }
 
+  /** The rows of one ReadRows call, cells in contract order. No retries. */
+  async *#readStream(request: ReadRowsRequest, options: CallOptions): AsyncGenerator<Row> {
+    const stub = await this.#stub();
+    const tableName = request.tableName as string;
+    const merger = new RowMerger();
+    for await (const response of streamOf(() => stub.readRows(request, routingHeader(tableName), grpcOptions(options)), options)) {
+      for (const chunk of response.chunks ?? []) {
+        let row: MergedRow | undefined;
+        try {
+          row = merger.push(chunk);
+        } catch (error) {
+          throw new StoreError('INTERNAL', `bigtable readRows: ${(error as Error).message}`, { cause: error });
+        }
+        if (row !== undefined) yield { key: row.key, cells: sortCells(row.cells) };
+      }
+    }
+    try {
+      merger.end();
+    } catch (error) {
+      throw new StoreError('INTERNAL', `bigtable readRows: ${(error as Error).message}`, { cause: error });
+    }
+  }
+
+  /** The table's families and their policies: cached, or read from the backend (NOT_FOUND table). */
+  async #families(ref: TableRef, options: CallOptions): Promise<Families> {
+    return this.#schemas.get(this.#tableName(ref)) ?? this.#loadSchema(ref, options);
+  }
+
+  async #loadSchema(ref: TableRef, options: CallOptions): Promise<Families> {
+    const tableName = this.#tableName(ref);
+    const [table] = await withRetry(options, 'getTable', { resource: 'table', name: ref.table }, () =>
+      this.#admin.getTable({ name: tableName, view: 'SCHEMA_VIEW' }, gaxOptions(options)),
+    );
+    const families = new Map(Object.entries(table.columnFamilies ?? {}).map(([name, family]) => [name, policyOf(family.gcRule)]));
+    return this.#schemas.set(tableName, families);
+  }
+
   /**
-   * The generated client's own gRPC stub (authenticated like the client). readRows is called on it
-   * directly: gax's streaming wrapper (a proxy stream, retry-request, pipes) cost 130-230 µs of
-   * CPU per single-row read against 80-90 µs for the bare call, and this adapter does its own
-   * retries and deadlines anyway. Unary calls gain nothing measurable, so they keep using gax.
+   * The table's families, known to include every family `mutationLists` name unless the backend
+   * says otherwise: a family missing from the cached schema is looked up again before it is
+   * reported. Throws NOT_FOUND for a missing table, and (unless told not to) for the first
+   * missing family.
+   */
+  async #requireFamilies(
+    ref: TableRef,
+    mutationLists: ReadonlyArray<readonly Mutation[]>,
+    options: CallOptions,
+    { throwMissing = true } = {},
+  ): Promise<Families> {
+    const has = (families: Families) => (family: string) => families.has(family);
+    const cached = this.#schemas.get(this.#tableName(ref));
+    if (cached !== undefined && mutationLists.every((mutations) => firstMissingFamily(mutations, has(cached)) === undefined)) return cached;
+    const families = await this.#loadSchema(ref, options);
+    if (throwMissing) {
+      for (const mutations of mutationLists) {
+        const missing = firstMissingFamily(mutations, has(families));
+        if (missing !== undefined) throw this.#familyNotFound(ref, missing);
+      }
+    }
+    return families;
+  }
+
+  #familyNotFound(ref: TableRef, family: string): StoreError {
+    return new StoreError('NOT_FOUND', `column family "${family}" not in table ${this.#tableName(ref)}`, { resource: 'columnFamily', name: family });
+  }
+
+  /**
+   * The generated client's own gRPC stub (authenticated like the client). Data calls are made on
+   * it directly, as this adapter does its own retries and deadlines anyway: gax's streaming
+   * wrapper (a proxy stream, retry-request, pipes) cost 130-230 µs of CPU per single-row read
+   * against 80-90 µs for the bare call, and its unary wrapper about 50 µs per MutateRow
+   * (bench/mutate-row-path.ts). Admin calls, which are rare, keep using gax.
    */
   #stub(): Promise<BigtableStub> {
     this.#stubReady ??= this.#data.initialize() as unknown as Promise<BigtableStub>;
@@ -194,112 +388,38 @@ export class BigtableStore implements DataStore {
   }
 }
 
-/**
- * Per-call settings for the generated clients: the time left until the deadline, and no retries
- * of their own (withRetry decides, knowing which calls are safe to repeat). Streaming calls have
- * a second retry layer (retry-request), which would repeat even a NOT_FOUND for seconds. The
- * caller's signal cancels unary calls (gax supports it); collect() cancels streams.
- */
-function gaxOptions(options: CallOptions) {
-  if (options.signal?.aborted === true) throw callerGone();
-  const timeout = options.deadline - Date.now();
-  if (timeout <= 0) {
-    throw new StoreError('DEADLINE_EXCEEDED', 'deadline passed before the call was made');
+function protoEntry(entry: RowMutations) {
+  return { rowKey: entry.key, mutations: entry.mutations.map(toProtoMutation) };
+}
+
+/** Splits `indexes` into calls so that no call holds two entries for one row (see mutateRows). */
+function waves(entries: readonly RowMutations[], indexes: readonly number[]): number[][] {
+  const seen = new Map<string, number>();
+  const result: number[][] = [];
+  for (const index of indexes) {
+    const key = (entries[index] as RowMutations).key.toString('latin1');
+    const wave = seen.get(key) ?? 0;
+    seen.set(key, wave + 1);
+    (result[wave] ??= []).push(index);
   }
+  return result;
+}
+
+/** Whether a range holds no key at all. An empty end would mean "unbounded" to Bigtable. */
+function isEmpty(range: KeyRange): boolean {
+  if (range.end === undefined) return false;
+  return range.end.length === 0 || (range.start !== undefined && Buffer.compare(range.start, range.end) >= 0);
+}
+
+/** Bigtable's row range for a contract range: start inclusive, end exclusive, absent unbounded. */
+function rowRange(range: KeyRange) {
   return {
-    timeout,
-    retry: null,
-    retryRequestOptions: { retries: 0, noResponseRetries: 0 },
-    ...(options.signal === undefined ? {} : { signal: options.signal }),
+    ...(range.start === undefined || range.start.length === 0 ? {} : { startKeyClosed: range.start }),
+    ...(range.end === undefined ? {} : { endKeyOpen: range.end }),
   };
 }
 
-/** The part of the generated gRPC stub called directly (see BigtableStore #stub). */
-interface BigtableStub {
-  readRows(request: object, metadata: Metadata, options: { deadline: number }): NodeJS.ReadableStream & { cancel(): void };
-}
-
-/** Call settings for the bare stub: what gaxOptions gives gax, for grpc-js itself. */
-function grpcOptions(options: CallOptions): { deadline: number } {
-  if (options.signal?.aborted === true) throw callerGone();
-  if (options.deadline <= Date.now()) throw new StoreError('DEADLINE_EXCEEDED', 'deadline passed before the call was made');
-  return { deadline: options.deadline };
-}
-
-/** The routing header gax would add: Bigtable routes a request by the table it names. */
-function routingHeader(tableName: string): Metadata {
-  const metadata = new Metadata();
-  metadata.set('x-goog-request-params', `table_name=${encodeURIComponent(tableName)}`);
-  return metadata;
-}
-
-/**
- * withRetry runs an idempotent call, repeating it after transient failures until it succeeds or
- * the deadline passes, and converts the final error to a StoreError. A backend that stays
- * unreachable thus reports UNAVAILABLE (its last answer) rather than a bare deadline.
- */
-async function withRetry<T>(
-  options: CallOptions,
-  operation: string,
-  subject: { resource: 'instance' | 'table'; name: string },
-  call: () => Promise<T>,
-): Promise<T> {
-  let lastTransient: Error | undefined;
-  try {
-    return await pRetry(
-      async () => {
-        // Once the backend has failed transiently, running out of time on a later attempt (in the
-        // backoff, or while reconnecting) still means it was unavailable: report its last answer.
-        if (lastTransient !== undefined && options.deadline <= Date.now()) throw new AbortError(lastTransient);
-        try {
-          return await call();
-        } catch (error) {
-          const failure = error instanceof Error ? error : new Error(String(error));
-          if (isTransient(failure) && options.deadline - Date.now() > RETRY_MIN_MS) {
-            lastTransient = failure;
-            throw failure;
-          }
-          throw new AbortError(lastTransient !== undefined && isDeadline(failure) ? lastTransient : failure);
-        }
-      },
-      {
-        retries: Number.POSITIVE_INFINITY,
-        minTimeout: RETRY_MIN_MS,
-        maxTimeout: RETRY_MAX_MS,
-        maxRetryTime: Math.max(0, options.deadline - Date.now()),
-        // A caller that has gone stops the retries (and the backoff wait) at once.
-        ...(options.signal === undefined ? {} : { signal: options.signal }),
-      },
-    );
-  } catch (error) {
-    if (options.signal?.aborted === true) throw callerGone();
-    throw toStoreError(error, operation, subject);
-  }
-}
-
-/** Reads a server stream to its end; cancels it (the gRPC call with it) when `signal` aborts. */
-function collect(stream: NodeJS.ReadableStream & { cancel?: () => void }, signal?: AbortSignal): Promise<ReadRowsResponse[]> {
-  return new Promise((resolve, reject) => {
-    const responses: ReadRowsResponse[] = [];
-    const onAbort = () => {
-      stream.cancel?.();
-      reject(callerGone());
-    };
-    signal?.addEventListener('abort', onAbort, { once: true });
-    const done = () => signal?.removeEventListener('abort', onAbort);
-    stream.on('data', (response: ReadRowsResponse) => responses.push(response));
-    stream.on('error', (error: Error) => {
-      done();
-      reject(error);
-    });
-    stream.on('end', () => {
-      done();
-      resolve(responses);
-    });
-  });
-}
-
-function byColumn(a: Cell, b: Cell): number {
-  if (a.family !== b.family) return a.family < b.family ? -1 : 1;
-  return Buffer.compare(a.qualifier, b.qualifier);
+/** The smallest key after `key`. */
+function after(key: Buffer): Buffer {
+  return Buffer.concat([key, Buffer.from([0])]);
 }

@@ -1,7 +1,6 @@
 import { accessSync, constants } from 'node:fs';
 import Joi from 'joi';
 import type { StoreDriver } from '../driver.ts';
-import type { DataStore } from '../store.ts';
 import { BigtableStore } from './bigtable-store.ts';
 import { BIGTABLE_CAPABILITIES, BIGTABLE_LIMITS } from './limits.ts';
 
@@ -60,9 +59,5 @@ export const bigtableDriver: StoreDriver<BigtableSettings> = {
     projectId: bigtable.projectId,
     ...(bigtable.emulatorHost === undefined ? { credentials: bigtable.credentialsFile ?? 'application default' } : { emulatorHost: bigtable.emulatorHost }),
   }),
-  open: (store) =>
-    Promise.resolve(
-      // Until BigtableStore implements the v2 DataStore.
-      new BigtableStore({ ...store.settings, instanceIds: store.instances }) as unknown as DataStore,
-    ),
+  open: (store) => Promise.resolve(new BigtableStore({ ...store.settings, instanceIds: store.instances })),
 };

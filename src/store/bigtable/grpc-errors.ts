@@ -33,6 +33,9 @@ export function toStoreError(error: unknown, operation: string, subject: StoreEr
       return new StoreError('NOT_FOUND', text, options);
     case GrpcStatus.ALREADY_EXISTS:
       return new StoreError('ALREADY_EXISTS', text, options);
+    case GrpcStatus.INVALID_ARGUMENT:
+      // The service checks the published limits first; this is what the backend refused besides.
+      return new StoreError('INVALID_ARGUMENT', text, { cause: error });
     case GrpcStatus.UNAVAILABLE:
     case GrpcStatus.RESOURCE_EXHAUSTED:
       return new StoreError('UNAVAILABLE', text, { cause: error });

@@ -1,64 +1,92 @@
 import type { protos } from '@google-cloud/bigtable';
-import type { Cell } from '../legacy-store.ts';
+import type { Cell } from '../store.ts';
 
 type CellChunk = protos.google.bigtable.v2.ReadRowsResponse.ICellChunk;
 type Bytes = Uint8Array | string | null | undefined;
 
-/**
- * mergeRowChunks reassembles the cells of one row from a ReadRows response stream.
- *
- * ReadRows sends a row as a sequence of chunks: family and qualifier are repeated only when they
- * change, a large value is split over several chunks (valueSize > 0 on all but the last), resetRow
- * discards what was sent of the row so far, and commitRow ends it. The client library's own
- * merger turns qualifiers into object keys, which mangles bytes that are not UTF-8, so the
- * adapter merges chunks itself and keeps qualifiers and values as Buffers.
- *
- * Returns the committed row's cells in stream order, or null when no row was sent. Throws on a
- * stream that breaks the protocol.
- */
-export function mergeRowChunks(chunks: Iterable<CellChunk>): Cell[] | null {
-  let committed: Cell[] | null = null;
-  let row: Cell[] = [];
-  let family: string | undefined;
-  let qualifier: Buffer | undefined;
-  let partial: { timestampMicros: bigint; parts: Buffer[] } | undefined;
+/** A row as it came from ReadRows: its cells in stream order. */
+export interface MergedRow {
+  readonly key: Buffer;
+  readonly cells: Cell[];
+}
 
-  for (const chunk of chunks) {
-    if (committed !== null) {
-      throw new Error('ReadRows sent more than the one row asked for');
-    }
+/**
+ * RowMerger reassembles rows from a ReadRows response stream, chunk by chunk.
+ *
+ * ReadRows sends a row as a sequence of chunks: the row key comes with the first, family and
+ * qualifier are repeated only when they change, a large value is split over several chunks
+ * (valueSize > 0 on all but the last), resetRow discards what was sent of the row so far, and
+ * commitRow ends it. The client library's own merger turns qualifiers into object keys, which
+ * mangles bytes that are not UTF-8, so the adapter merges chunks itself and keeps keys, qualifiers
+ * and values as Buffers. Cells come out in stream order (Bigtable's: family by family, columns in
+ * byte order, newest version first); the order of families is Bigtable's, not by name.
+ *
+ * Throws on a stream that breaks the protocol.
+ */
+export class RowMerger {
+  #key: Buffer | undefined;
+  #cells: Cell[] = [];
+  #family: string | undefined;
+  #column: Buffer | undefined;
+  #partial: { timestampMicros: bigint; parts: Buffer[] } | undefined;
+
+  /** Takes the next chunk; returns the row it commits, if it commits one. */
+  push(chunk: CellChunk): MergedRow | undefined {
     if (chunk.resetRow) {
-      row = [];
-      family = undefined;
-      qualifier = undefined;
-      partial = undefined;
-      continue;
+      this.#reset();
+      return undefined;
+    }
+    if (chunk.rowKey !== null && chunk.rowKey !== undefined && chunk.rowKey.length > 0) {
+      const key = toBuffer(chunk.rowKey);
+      if (this.#key !== undefined && !this.#key.equals(key)) throw new Error('ReadRows started a row inside another');
+      this.#key = key;
+    } else if (this.#key === undefined) {
+      throw new Error('ReadRows sent a cell without a row key');
     }
     if (chunk.familyName) {
-      family = chunk.familyName.value ?? '';
-      qualifier = undefined;
+      this.#family = chunk.familyName.value ?? '';
+      this.#column = undefined;
     }
-    if (chunk.qualifier) {
-      qualifier = toBuffer(chunk.qualifier.value);
-    }
-    if (family === undefined || qualifier === undefined) {
+    if (chunk.qualifier) this.#column = toBuffer(chunk.qualifier.value);
+    if (this.#family === undefined || this.#column === undefined) {
       throw new Error('ReadRows sent a cell without family or qualifier');
     }
-    partial ??= { timestampMicros: toBigInt(chunk.timestampMicros), parts: [] };
-    partial.parts.push(toBuffer(chunk.value));
+    this.#partial ??= { timestampMicros: toBigInt(chunk.timestampMicros), parts: [] };
+    this.#partial.parts.push(toBuffer(chunk.value));
     if (!chunk.valueSize) {
-      row.push({ family, qualifier, value: Buffer.concat(partial.parts), timestampMicros: partial.timestampMicros });
-      partial = undefined;
+      const { parts, timestampMicros } = this.#partial;
+      this.#cells.push({ family: this.#family, column: this.#column, value: parts.length === 1 ? (parts[0] as Buffer) : Buffer.concat(parts), timestampMicros });
+      this.#partial = undefined;
     }
-    if (chunk.commitRow) {
-      if (partial) throw new Error('ReadRows committed a row in the middle of a split value');
-      committed = row;
-    }
+    if (!chunk.commitRow) return undefined;
+    if (this.#partial) throw new Error('ReadRows committed a row in the middle of a split value');
+    const row = { key: this.#key, cells: this.#cells };
+    this.#reset();
+    return row;
   }
-  if (committed === null && (row.length > 0 || partial)) {
-    throw new Error('ReadRows ended in the middle of a row');
+
+  /** Checks the stream ended between rows. */
+  end(): void {
+    if (this.#key !== undefined) throw new Error('ReadRows ended in the middle of a row');
   }
-  return committed;
+
+  #reset(): void {
+    this.#key = undefined;
+    this.#cells = [];
+    this.#family = undefined;
+    this.#column = undefined;
+    this.#partial = undefined;
+  }
+}
+
+/** Orders a row's cells as the contract says: by family name, then column bytes, newest first. */
+export function sortCells(cells: Cell[]): Cell[] {
+  return cells.sort((a, b) => {
+    if (a.family !== b.family) return a.family < b.family ? -1 : 1;
+    const byColumn = Buffer.compare(a.column, b.column);
+    if (byColumn !== 0) return byColumn;
+    return a.timestampMicros === b.timestampMicros ? 0 : a.timestampMicros > b.timestampMicros ? -1 : 1;
+  });
 }
 
 function toBuffer(bytes: Bytes): Buffer {
