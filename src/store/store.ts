@@ -144,7 +144,11 @@ export interface TableSchema {
   readonly families: readonly FamilySpec[];
 }
 
-/** A timestamp in microseconds since the epoch. Always a multiple of limits.timestampGranularityMicros. */
+/**
+ * A timestamp in microseconds since the epoch. Always a multiple of limits.timestampGranularityMicros,
+ * from 0 to 2^63 - 1 (Bigtable's int64; reverse timestamps come near the top), so a store keeps
+ * it exactly: not as a double, which holds integers only up to 2^53.
+ */
 export type Micros = bigint;
 
 /**

@@ -41,6 +41,11 @@ export interface DriverHarnessFactory {
   /** The driver's name, as in src/store/drivers.ts (`bigtable`, `embedded`, …). */
   readonly driver: string;
   make(context: Mocha.Context): Promise<DriverHarness>;
+  /**
+   * Stops what `make` started to serve every suite of the run (a server, an emulator), once the
+   * driver's suite is done. Absent when there is nothing to stop.
+   */
+  release?(): Promise<void>;
 }
 
 const warned = new Set<string>();

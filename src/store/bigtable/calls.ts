@@ -20,7 +20,7 @@ export type ServerStream<Response> = AsyncIterable<Response> & { cancel(): void 
 export interface BigtableStub {
   readRows(request: object, metadata: Metadata, options: GrpcCallOptions): ServerStream<ReadRowsResponse>;
   mutateRows(request: object, metadata: Metadata, options: GrpcCallOptions): ServerStream<MutateRowsResponse>;
-  mutateRow(request: object, metadata: Metadata, options: GrpcCallOptions, callback: (error: Error | null) => void): { cancel(): void };
+  mutateRow(request: object, metadata: Metadata, options: GrpcCallOptions, callback: (error: Error | null, response?: object) => void): { cancel(): void };
 }
 
 export interface GrpcCallOptions {
@@ -121,6 +121,23 @@ export async function backoff(attempt: number, options: CallOptions): Promise<bo
     throw callerGone();
   }
   return true;
+}
+
+/**
+ * unaryOf makes a unary call on the bare stub: resolves with its answer, rejects with the
+ * backend's own error, and cancels the gRPC call when the caller's signal aborts (the call then
+ * fails with CANCELLED, which withRetry reports as callerGone()).
+ */
+export function unaryOf<Response>(start: (callback: (error: Error | null, response?: Response) => void) => { cancel(): void }, options: CallOptions): Promise<Response | undefined> {
+  return new Promise((resolve, reject) => {
+    const cancel = () => call.cancel();
+    const call = start((error, response) => {
+      options.signal?.removeEventListener('abort', cancel);
+      if (error) reject(error);
+      else resolve(response);
+    });
+    options.signal?.addEventListener('abort', cancel, { once: true });
+  });
 }
 
 /**

@@ -40,6 +40,8 @@ export const DATABASE_FILE = 'kvcrud.sqlite';
 const DEFAULT_READERS = 2;
 /** Rows a scan asks its thread for at once: small enough that the first rows come quickly. */
 const SCAN_CHUNK_ROWS = 256;
+/** Mutations encoded in one turn of the event loop; a request with more is encoded over several. */
+const MUTATIONS_PER_PIECE = 2048;
 /** How long open() waits for the threads to open their connections. */
 const OPEN_TIMEOUT_MS = 60_000;
 /** How long close() waits for the threads to finish what they were given. */
@@ -164,34 +166,10 @@ export class EmbeddedStore implements DataStore {
   }
 
   readRows(ref: TableRef, keys: readonly Buffer[], selection: ReadSelection, options: CallOptions): Promise<Array<Row | null>> {
-    const rows = new Array<MutableRow | null>(keys.length).fill(null);
-    const collect = (decoder: Decoder) =>
-      decodeSegments(decoder, (index, key) => {
-        const row = rows[index] ?? { key: keys[index] ?? key, cells: [] };
-        rows[index] = row;
-        return row.cells;
-      });
-    return this.#read(
-      Kind.readRows,
-      options,
-      {
-        part: collect,
-        done(decoder) {
-          collect(decoder);
-          return rows;
-        },
-      },
-      (encoder) => {
-        encoder.string(ref.instance);
-        encoder.string(ref.table);
-        encodeSelection(encoder, selection);
-        encoder.u32(keys.length);
-        for (const key of keys) encoder.bytes(key);
-      },
-    );
+    return this.#readRows(ref, keys, selection, options, makeCell);
   }
 
-  async *scanRows(ref: TableRef, scan: ScanRequest, options: CallOptions): AsyncIterable<Row> {
+    async *scanRows(ref: TableRef, scan: ScanRequest, options: CallOptions): AsyncIterable<Row> {
     let remaining = scan.limit;
     let tableId = 0;
     let chunk = this.#scanChunk(ref, scan, tableId, undefined, Math.min(remaining, SCAN_CHUNK_ROWS), options);
@@ -236,26 +214,71 @@ export class EmbeddedStore implements DataStore {
     await Promise.all([this.#writer, ...this.#readers].map((thread) => thread.terminate()));
   }
 
-  #mutate(ref: TableRef, entries: readonly RowMutations[], options: CallOptions): Promise<Array<StoreError | undefined>> {
-    return this.#write(Kind.mutate, options, {
+  /** readRows, making each cell with `make` as it is decoded. */
+  #readRows<C>(ref: TableRef, keys: readonly Buffer[], selection: ReadSelection, options: CallOptions, make: CellMaker<C>) {
+    const rows = new Array<RowOf<C> | null>(keys.length).fill(null);
+    const collect = (decoder: Decoder) =>
+      decodeSegments(decoder, make, (index, key) => {
+        const row = rows[index] ?? { key: keys[index] ?? key, cells: [] };
+        rows[index] = row;
+        return row.cells;
+      });
+    return this.#read(
+      Kind.readRows,
+      options,
+      {
+        part: collect,
+        done(decoder) {
+          collect(decoder);
+          return rows;
+        },
+      },
+      (encoder) => {
+        encoder.string(ref.instance);
+        encoder.string(ref.table);
+        encodeSelection(encoder, selection);
+        encoder.u32(keys.length);
+        for (const key of keys) encoder.bytes(key);
+      },
+    );
+  }
+
+  #mutate(ref: TableRef, entries: readonly EncodableEntry[], options: CallOptions): Promise<Array<StoreError | undefined>> {
+    if (this.#closed !== undefined) return Promise.reject(closedError());
+    const reader: AnswerReader<Array<StoreError | undefined>> = {
       done(decoder) {
         const results: Array<StoreError | undefined> = [];
         for (let count = decoder.u32(), i = 0; i < count; i++) results.push(decoder.u8() === 1 ? undefined : decodeError(decoder));
         return results;
       },
-    }, (encoder) => encodeMutations(encoder, ref, entries));
+    };
+    let mutations = 0;
+    for (const entry of entries) mutations += entry.mutations.length;
+    if (mutations <= MUTATIONS_PER_PIECE) {
+      return this.#writer.request(Kind.mutate, options.deadline, (encoder) => {
+        for (const piece of encodeMutations(encoder, ref, entries)) void piece;
+      }, reader, options.signal);
+    }
+    return this.#writer.requestLarge(Kind.mutate, options.deadline, (encoder) => encodeMutations(encoder, ref, entries), reader, options.signal);
   }
 
   #scanChunk(ref: TableRef, scan: ScanRequest, tableId: number, after: Buffer | undefined, limit: number, options: CallOptions) {
-    const rows: MutableRow[] = [];
-    const collect = (decoder: Decoder) =>
-      decodeSegments(decoder, (_, key, continued) => {
-        const last = rows.at(-1);
-        if (continued && last !== undefined) return last.cells;
-        const row: MutableRow = { key, cells: [] };
-        rows.push(row);
-        return row.cells;
-      });
+    const rows: Array<RowOf<Cell>> = [];
+    let continuing = false;
+    const collect = (decoder: Decoder) => {
+      continuing = decodeSegments(
+        decoder,
+        makeCell,
+        (_, key, continued) => {
+          const last = rows.at(-1);
+          if (continued && last !== undefined) return last.cells;
+          const row: RowOf<Cell> = { key, cells: [] };
+          rows.push(row);
+          return row.cells;
+        },
+        continuing,
+      );
+    };
     const controller = new AbortController();
     const forward = () => controller.abort();
     if (options.signal?.aborted === true) controller.abort();
@@ -306,8 +329,10 @@ export class EmbeddedStore implements DataStore {
 
   #read<T>(kind: number, options: CallOptions, reader: AnswerReader<T>, write: (encoder: Encoder) => void): Promise<T> {
     if (this.#closed !== undefined) return Promise.reject(closedError());
+    // An idle reader if there is one, else the one most recently idle: a read queued behind a
+    // large one waits for all of it.
     let thread = this.#readers[0] as ThreadClient;
-    for (const candidate of this.#readers) if (candidate.load < thread.load) thread = candidate;
+    for (const candidate of this.#readers) if (candidate.busySince > thread.busySince) thread = candidate;
     return thread.request(kind, options.deadline, write, reader, options.signal);
   }
 
@@ -317,19 +342,32 @@ function closedError(): StoreError {
   return new StoreError('UNAVAILABLE', 'the embedded store is closed');
 }
 
-interface MutableRow {
+interface RowOf<C> {
   readonly key: Buffer;
-  readonly cells: Cell[];
+  readonly cells: C[];
 }
+
+type CellMaker<C> = (family: string, column: Buffer, value: Buffer, timestampMicros: bigint) => C;
+const makeCell: CellMaker<Cell> = (family, column, value, timestampMicros) => ({ family, column, value, timestampMicros });
+
+/** An entry to encode. */
+type EncodableEntry = RowMutations;
 
 const NO_ANSWER: AnswerReader<void> = { done: () => undefined };
 
 /**
  * Decodes `u32 segments, segment*` of a read's answer. `rowOf` returns the cell list a segment's
- * cells go to, given its row index, key and whether it continues the previous segment's row.
+ * cells go to, given its row index, key and whether it continues the previous segment's row
+ * (`continuing` for the first: the last segment of the previous part was not complete). Returns
+ * whether the last segment's row goes on in the next part.
  */
-function decodeSegments(decoder: Decoder, rowOf: (index: number, key: Buffer, continued: boolean) => Cell[]): void {
-  let continued = false;
+function decodeSegments<C>(
+  decoder: Decoder,
+  make: CellMaker<C>,
+  rowOf: (index: number, key: Buffer, continued: boolean) => C[],
+  continuing = false,
+): boolean {
+  let continued = continuing;
   for (let segments = decoder.u32(), s = 0; s < segments; s++) {
     const index = decoder.u32();
     const key = decoder.bytes();
@@ -339,29 +377,40 @@ function decodeSegments(decoder: Decoder, rowOf: (index: number, key: Buffer, co
       if (decoder.u8() === 1) family = decoder.string();
       const column = decoder.bytes();
       const value = decoder.bytes();
-      cells.push({ family, column, value, timestampMicros: decoder.i64() });
+      cells.push(make(family, column, value, decoder.i64Repeated()));
     }
     continued = decoder.u8() === 0;
   }
+  return continued;
 }
 
-/** `instance, table, u32 families, family*, u32 entries, (key, u32 mutations, mutation*)*`; families by index. */
-function encodeMutations(encoder: Encoder, ref: TableRef, entries: readonly RowMutations[]): void {
+/**
+ * Encodes `instance, table, u32 families, family*, u32 entries, (key, u32 mutations, mutation*)*`,
+ * families by index; yields after every MUTATIONS_PER_PIECE mutations.
+ */
+function* encodeMutations(encoder: Encoder, ref: TableRef, entries: readonly EncodableEntry[]): Generator<void> {
   encoder.string(ref.instance);
   encoder.string(ref.table);
   const families = new Map<string, number>();
   for (const entry of entries) {
     for (const mutation of entry.mutations) {
-      if (mutation.type !== 'deleteRow' && !families.has(mutation.family)) families.set(mutation.family, families.size);
+      if (mutation.type !== 'deleteRow') {
+        if (!families.has(mutation.family)) families.set(mutation.family, families.size);
+      }
     }
   }
   encoder.u32(families.size);
   for (const name of families.keys()) encoder.string(name);
   encoder.u32(entries.length);
+  let piece = 0;
   for (const entry of entries) {
     encoder.bytes(entry.key);
     encoder.u32(entry.mutations.length);
     for (const mutation of entry.mutations) {
+      if (++piece === MUTATIONS_PER_PIECE) {
+        piece = 0;
+        yield;
+      }
       switch (mutation.type) {
         case 'set':
           encoder.u8(MutationType.set);

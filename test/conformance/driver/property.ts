@@ -15,7 +15,7 @@ import type {
   TableRef,
 } from '../../../src/store/store.ts';
 import type { DriverHarnessFactory } from '../../support/driver-harness.ts';
-import { type Fixture, call, show, showRows, useFixture } from './fixtures.ts';
+import { type Fixture, call, plainFamily, show, showRows, useFixture } from './fixtures.ts';
 import { ContractModel } from './model.ts';
 
 type Operation =
@@ -232,6 +232,8 @@ export function propertyCases(factory: DriverHarnessFactory): void {
           const ref = await current.table(families);
           const model = new ContractModel(current.store.capabilities);
           model.createTable(ref, families);
+          const schema = await current.store.describeTable(ref, call());
+          expect({ ...schema, families: schema.families.map(plainFamily) }, 'describeTable').to.deep.equal(model.describeTable(ref));
           for (const [index, operation] of list.entries()) {
             const expected = onModel(model, ref, operation);
             const actual = await onStore(current.store, ref, operation);

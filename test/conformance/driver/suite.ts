@@ -1,5 +1,6 @@
 import type { DriverHarnessFactory } from '../../support/driver-harness.ts';
 import { bytesCases } from './bytes.ts';
+import { callOptionsCases } from './call-options.ts';
 import { capabilityCases } from './capabilities.ts';
 import { concurrencyCases } from './concurrency.ts';
 import { limitsCases } from './limits.ts';
@@ -19,6 +20,10 @@ import { tableCases } from './tables.ts';
  * is skipped; no case expects less of one store than of another.
  */
 export function driverConformanceSuite(factory: DriverHarnessFactory): void {
+  after(async function () {
+    this.timeout(60_000);
+    await factory.release?.();
+  });
   capabilityCases(factory);
   tableCases(factory);
   mutateRowCases(factory);
@@ -29,5 +34,6 @@ export function driverConformanceSuite(factory: DriverHarnessFactory): void {
   bytesCases(factory);
   limitsCases(factory);
   concurrencyCases(factory);
+  callOptionsCases(factory);
   propertyCases(factory);
 }

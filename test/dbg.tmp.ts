@@ -1,0 +1,11 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { EmbeddedStore } from '../src/store/embedded/embedded-store.ts';
+const store = await EmbeddedStore.open({ dataDir: mkdtempSync(join(tmpdir(), 'dbg-')) });
+const o = () => ({ deadline: Date.now() + 60000 });
+const ref = { instance: 'local', table: 't' };
+await store.createTable(ref, [{ name: 'all' }], o());
+for (const ts of [1000n, 2000n]) await store.mutateRow(ref, Buffer.from('k'), [{ type: 'set', family: 'all', column: Buffer.from('c'), value: Buffer.from(`v${ts}`), timestampMicros: ts }], o());
+console.log((await store.readRows(ref, [Buffer.from('k')], { versions: 1 }, o()))[0]?.cells.length);
+await store.close();
