@@ -25,6 +25,7 @@ import { type SendEntries, applyEntries } from './mutate-rows.ts';
 import { firstMissingFamily, toProtoMutation } from './mutations.ts';
 import { readFilter } from './read-filter.ts';
 import { type MergedRow, RowMerger, sortCells } from './row-chunks.ts';
+import { isEmpty, rangeAfter, rowRange } from './row-ranges.ts';
 import { type Families, SchemaCache } from './schema-cache.ts';
 
 type ReadRowsRequest = protos.google.bigtable.v2.IReadRowsRequest;
@@ -280,8 +281,7 @@ export class BigtableStore implements DataStore, legacy.DataStore {
       try {
         for await (const row of this.#readStream(request, options)) {
           left -= 1;
-          // Where a retry resumes: just past the last row yielded, in the scan's direction.
-          range = scan.reverse ? { ...(range.start === undefined ? {} : { start: range.start }), end: row.key } : { start: after(row.key), ...(range.end === undefined ? {} : { end: range.end }) };
+          range = rangeAfter(range, row.key, scan.reverse);
           yield row;
           if (left <= 0) return;
         }
@@ -453,23 +453,4 @@ function waves(entries: readonly RowMutations[], indexes: readonly number[]): nu
     (result[wave] ??= []).push(index);
   }
   return result;
-}
-
-/** Whether a range holds no key at all. An empty end would mean "unbounded" to Bigtable. */
-function isEmpty(range: KeyRange): boolean {
-  if (range.end === undefined) return false;
-  return range.end.length === 0 || (range.start !== undefined && Buffer.compare(range.start, range.end) >= 0);
-}
-
-/** Bigtable's row range for a contract range: start inclusive, end exclusive, absent unbounded. */
-function rowRange(range: KeyRange) {
-  return {
-    ...(range.start === undefined || range.start.length === 0 ? {} : { startKeyClosed: range.start }),
-    ...(range.end === undefined ? {} : { endKeyOpen: range.end }),
-  };
-}
-
-/** The smallest key after `key`. */
-function after(key: Buffer): Buffer {
-  return Buffer.concat([key, Buffer.from([0])]);
 }
