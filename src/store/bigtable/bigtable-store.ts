@@ -41,6 +41,9 @@ export interface BigtableStoreOptions {
   schemaCacheTtlMs?: number;
 }
 
+/** Any key: the existence probe (see #loadUncachedSchema) reads one row and returns no cell of it. */
+const PROBE_KEY = Buffer.from([0]);
+
 /**
  * The emulator (gcloud 528) answers a reversed ReadRows with UNIMPLEMENTED "Client doesn't
  * support reverse scans yet"; production Bigtable serves them.
@@ -371,7 +374,21 @@ export class BigtableStore implements DataStore, legacy.DataStore {
 
   /** The table's families and their policies: cached, or read from the backend (NOT_FOUND table). */
   async #families(ref: TableRef, options: CallOptions): Promise<Families> {
-    return this.#schemas.get(this.#tableName(ref)) ?? this.#loadSchema(ref, options);
+    return this.#schemas.get(this.#tableName(ref)) ?? this.#loadUncachedSchema(ref, options);
+  }
+
+  /**
+   * Loads the schema of a table that is not cached, after making sure with the data API that the
+   * table exists: a point read of one row that filters out every cell. Calls naming a missing
+   * table, however many, thus never spend admin API quota, which is far smaller (and shared with
+   * table administration) than the data API's.
+   */
+  async #loadUncachedSchema(ref: TableRef, options: CallOptions): Promise<Families> {
+    const tableName = this.#tableName(ref);
+    await withRetry(options, 'readRows', { resource: 'table', name: ref.table }, () =>
+      this.#collectRows({ tableName, rows: { rowKeys: [PROBE_KEY] }, filter: { blockAllFilter: true } }, options),
+    );
+    return this.#loadSchema(ref, options);
   }
 
   async #loadSchema(ref: TableRef, options: CallOptions): Promise<Families> {
@@ -398,7 +415,7 @@ export class BigtableStore implements DataStore, legacy.DataStore {
     const has = (families: Families) => (family: string) => families.has(family);
     const cached = this.#schemas.get(this.#tableName(ref));
     if (cached !== undefined && mutationLists.every((mutations) => firstMissingFamily(mutations, has(cached)) === undefined)) return cached;
-    const families = await this.#loadSchema(ref, options);
+    const families = cached === undefined ? await this.#loadUncachedSchema(ref, options) : await this.#loadSchema(ref, options);
     if (throwMissing) {
       for (const mutations of mutationLists) {
         const missing = firstMissingFamily(mutations, has(families));
