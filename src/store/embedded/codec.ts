@@ -111,6 +111,9 @@ export class Decoder {
   readonly #view: DataView<ArrayBuffer>;
   readonly #end: number;
   #offset: number;
+  #last: bigint | undefined;
+  #lastLow = 0;
+  #lastHigh = 0;
 
   constructor(buffer: ArrayBuffer, offset = 0, end = buffer.byteLength, view: DataView<ArrayBuffer> = new DataView(buffer)) {
     this.#buffer = buffer;
@@ -150,6 +153,22 @@ export class Decoder {
     const value = this.#view.getBigInt64(this.#offset, true);
     this.#offset += 8;
     return value;
+  }
+
+  /**
+   * An i64 like i64(), but the same BigInt as last time when the value repeats: cells written
+   * together share a timestamp, and one BigInt for a run of them is less for the GC.
+   */
+  i64Repeated(): bigint {
+    const low = this.#view.getUint32(this.#offset, true);
+    const high = this.#view.getInt32(this.#offset + 4, true);
+    if (low !== this.#lastLow || high !== this.#lastHigh || this.#last === undefined) {
+      this.#last = this.#view.getBigInt64(this.#offset, true);
+      this.#lastLow = low;
+      this.#lastHigh = high;
+    }
+    this.#offset += 8;
+    return this.#last;
   }
 
   /** A view of the bytes, sharing the message's buffer (no copy). */

@@ -41,6 +41,8 @@ export const DATABASE_FILE = 'kvcrud.sqlite';
 const DEFAULT_READERS = 2;
 /** Rows a scan asks its thread for at once: small enough that the first rows come quickly. */
 const SCAN_CHUNK_ROWS = 256;
+/** Mutations encoded in one turn of the event loop; a request with more is encoded over several. */
+const MUTATIONS_PER_PIECE = 2048;
 /** How long open() waits for the threads to open their connections. */
 const OPEN_TIMEOUT_MS = 60_000;
 /** How long close() waits for the threads to finish what they were given. */
@@ -258,25 +260,40 @@ export class EmbeddedStore implements DataStore, legacy.DataStore {
   }
 
   #mutate(ref: TableRef, entries: readonly RowMutations[], options: CallOptions): Promise<Array<StoreError | undefined>> {
-    return this.#write(Kind.mutate, options, {
+    if (this.#closed !== undefined) return Promise.reject(closedError());
+    const reader: AnswerReader<Array<StoreError | undefined>> = {
       done(decoder) {
         const results: Array<StoreError | undefined> = [];
         for (let count = decoder.u32(), i = 0; i < count; i++) results.push(decoder.u8() === 1 ? undefined : decodeError(decoder));
         return results;
       },
-    }, (encoder) => encodeMutations(encoder, ref, entries));
+    };
+    let mutations = 0;
+    for (const entry of entries) mutations += entry.mutations.length;
+    if (mutations <= MUTATIONS_PER_PIECE) {
+      return this.#writer.request(Kind.mutate, options.deadline, (encoder) => {
+        for (const piece of encodeMutations(encoder, ref, entries)) void piece;
+      }, reader, options.signal);
+    }
+    return this.#writer.requestLarge(Kind.mutate, options.deadline, (encoder) => encodeMutations(encoder, ref, entries), reader, options.signal);
   }
 
   #scanChunk(ref: TableRef, scan: ScanRequest, tableId: number, after: Buffer | undefined, limit: number, options: CallOptions) {
     const rows: MutableRow[] = [];
-    const collect = (decoder: Decoder) =>
-      decodeSegments(decoder, (_, key, continued) => {
-        const last = rows.at(-1);
-        if (continued && last !== undefined) return last.cells;
-        const row: MutableRow = { key, cells: [] };
-        rows.push(row);
-        return row.cells;
-      });
+    let continuing = false;
+    const collect = (decoder: Decoder) => {
+      continuing = decodeSegments(
+        decoder,
+        (_, key, continued) => {
+          const last = rows.at(-1);
+          if (continued && last !== undefined) return last.cells;
+          const row: MutableRow = { key, cells: [] };
+          rows.push(row);
+          return row.cells;
+        },
+        continuing,
+      );
+    };
     const controller = new AbortController();
     const forward = () => controller.abort();
     if (options.signal?.aborted === true) controller.abort();
@@ -347,10 +364,12 @@ const NO_ANSWER: AnswerReader<void> = { done: () => undefined };
 
 /**
  * Decodes `u32 segments, segment*` of a read's answer. `rowOf` returns the cell list a segment's
- * cells go to, given its row index, key and whether it continues the previous segment's row.
+ * cells go to, given its row index, key and whether it continues the previous segment's row
+ * (`continuing` for the first: the last segment of the previous part was not complete). Returns
+ * whether the last segment's row goes on in the next part.
  */
-function decodeSegments(decoder: Decoder, rowOf: (index: number, key: Buffer, continued: boolean) => Cell[]): void {
-  let continued = false;
+function decodeSegments(decoder: Decoder, rowOf: (index: number, key: Buffer, continued: boolean) => Cell[], continuing = false): boolean {
+  let continued = continuing;
   for (let segments = decoder.u32(), s = 0; s < segments; s++) {
     const index = decoder.u32();
     const key = decoder.bytes();
@@ -360,14 +379,18 @@ function decodeSegments(decoder: Decoder, rowOf: (index: number, key: Buffer, co
       if (decoder.u8() === 1) family = decoder.string();
       const column = decoder.bytes();
       const value = decoder.bytes();
-      cells.push({ family, column, value, timestampMicros: decoder.i64() });
+      cells.push({ family, column, value, timestampMicros: decoder.i64Repeated() });
     }
     continued = decoder.u8() === 0;
   }
+  return continued;
 }
 
-/** `instance, table, u32 families, family*, u32 entries, (key, u32 mutations, mutation*)*`; families by index. */
-function encodeMutations(encoder: Encoder, ref: TableRef, entries: readonly RowMutations[]): void {
+/**
+ * Encodes `instance, table, u32 families, family*, u32 entries, (key, u32 mutations, mutation*)*`,
+ * families by index; yields after every MUTATIONS_PER_PIECE mutations.
+ */
+function* encodeMutations(encoder: Encoder, ref: TableRef, entries: readonly RowMutations[]): Generator<void> {
   encoder.string(ref.instance);
   encoder.string(ref.table);
   const families = new Map<string, number>();
@@ -379,10 +402,15 @@ function encodeMutations(encoder: Encoder, ref: TableRef, entries: readonly RowM
   encoder.u32(families.size);
   for (const name of families.keys()) encoder.string(name);
   encoder.u32(entries.length);
+  let piece = 0;
   for (const entry of entries) {
     encoder.bytes(entry.key);
     encoder.u32(entry.mutations.length);
     for (const mutation of entry.mutations) {
+      if (++piece === MUTATIONS_PER_PIECE) {
+        piece = 0;
+        yield;
+      }
       switch (mutation.type) {
         case 'set':
           encoder.u8(MutationType.set);

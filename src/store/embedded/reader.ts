@@ -44,20 +44,8 @@ export class Reader {
   readonly #commit: StatementSync;
   readonly #table: StatementSync;
   readonly #tables: StatementSync;
-  readonly #row: {
-    all: StatementSync;
-    from: StatementSync;
-    afterColumn: StatementSync;
-    afterFamily: StatementSync;
-  };
-  readonly #range: {
-    all: StatementSync;
-    fromKey: StatementSync;
-    afterRow: StatementSync;
-    from: StatementSync;
-    afterColumn: StatementSync;
-    afterFamily: StatementSync;
-  };
+  readonly #row: { readonly all: StatementSync; readonly from: StatementSync };
+  readonly #range: { readonly all: StatementSync; readonly fromKey: StatementSync; readonly afterRow: StatementSync; readonly from: StatementSync };
   readonly #lastKey: StatementSync;
   readonly #keyBefore: StatementSync;
 
@@ -76,20 +64,15 @@ export class Reader {
     );
     this.#tables = prepare('SELECT name FROM tables WHERE instance = ?');
     const row = (condition: string) => prepare(`SELECT ${COLUMNS} FROM cells WHERE table_id = ? AND row_key = ?${condition} ${CELL_ORDER}`);
-    this.#row = {
-      all: row(''),
-      from: row(' AND (family, qualifier) >= (?, ?)'),
-      afterColumn: row(' AND (family, qualifier) > (?, ?)'),
-      afterFamily: row(' AND family > ?'),
-    };
+    // Only >= on (family, qualifier): SQLite seeks straight to it, where > would step over every
+    // version of the column it starts from. Positions "just after" are made by successor().
+    this.#row = { all: row(''), from: row(' AND (family, qualifier) >= (?, ?)') };
     const range = (condition: string) => prepare(`SELECT ${RANGE_COLUMNS} FROM cells WHERE table_id = ?${condition} ${RANGE_ORDER}`);
     this.#range = {
       all: range(''),
       fromKey: range(' AND row_key >= ?'),
       afterRow: range(' AND row_key > ?'),
       from: range(' AND (row_key, family, qualifier) >= (?, ?, ?)'),
-      afterColumn: range(' AND (row_key, family, qualifier) > (?, ?, ?)'),
-      afterFamily: range(' AND (row_key, family) > (?, ?)'),
     };
     this.#lastKey = prepare('SELECT row_key FROM cells WHERE table_id = ? ORDER BY row_key DESC LIMIT 1');
     this.#keyBefore = prepare('SELECT row_key FROM cells WHERE table_id = ? AND row_key < ? ORDER BY row_key DESC LIMIT 1');
@@ -196,7 +179,7 @@ export class Reader {
         if (rule === undefined) {
           // A family the table no longer has: nothing of it is readable.
           cursor.return?.();
-          cursor = statements.afterFamily.iterate(tableId, key, cellFamily) as Cursor;
+          cursor = statements.from.iterate(tableId, key, `${cellFamily}\u0000`, EMPTY) as Cursor;
           continue;
         }
         if (cellFamily !== family || column === undefined || !sameBytes(qualifier, column)) {
@@ -206,7 +189,7 @@ export class Reader {
         }
         if (count >= rule.limit || (rule.cutoff !== undefined && timestamp < rule.cutoff)) {
           cursor.return?.();
-          cursor = statements.afterColumn.iterate(tableId, key, cellFamily, qualifier) as Cursor;
+          cursor = statements.from.iterate(tableId, key, cellFamily, successor(qualifier)) as Cursor;
           continue;
         }
         out.cell(cellFamily, qualifier, timestamp, value);
@@ -304,7 +287,7 @@ export class Reader {
         const rule = rules.get(cellFamily);
         if (rule === undefined) {
           cursor.return?.();
-          cursor = statements.afterFamily.iterate(tableId, key, cellFamily) as Cursor;
+          cursor = statements.from.iterate(tableId, key, `${cellFamily}\u0000`, EMPTY) as Cursor;
           continue;
         }
         if (cellFamily !== family || column === undefined || !sameBytes(qualifier, column)) {
@@ -314,7 +297,7 @@ export class Reader {
         }
         if (count >= rule.limit || (rule.cutoff !== undefined && timestamp < rule.cutoff)) {
           cursor.return?.();
-          cursor = statements.afterColumn.iterate(tableId, key, cellFamily, qualifier) as Cursor;
+          cursor = statements.from.iterate(tableId, key, cellFamily, successor(qualifier)) as Cursor;
           continue;
         }
         out.cell(cellFamily, qualifier, timestamp, value);
@@ -360,6 +343,19 @@ interface ScanRange {
   readonly end: Uint8Array | undefined;
   readonly after: Uint8Array | undefined;
   readonly limit: number;
+}
+
+const EMPTY = new Uint8Array(0);
+
+/**
+ * The smallest byte string after `bytes` (itself followed by a zero byte): seeking to it skips
+ * every version of a column at once. A family's successor is likewise its name followed by NUL,
+ * a character family names never hold.
+ */
+function successor(bytes: Uint8Array): Uint8Array {
+  const next = new Uint8Array(bytes.byteLength + 1);
+  next.set(bytes);
+  return next;
 }
 
 function nowMicros(): bigint {

@@ -26,6 +26,16 @@ interface Pending {
   readonly forget: () => void;
 }
 
+/** Writes a request's header, `u32 id, u8 kind, f64 deadline, u32 length`; returns where the length goes. */
+function writeHeader(encoder: Encoder, id: number, kind: number, deadline: number): number {
+  encoder.u32(id);
+  encoder.u8(kind);
+  encoder.f64(deadline);
+  const lengthAt = encoder.length;
+  encoder.u32(0);
+  return lengthAt;
+}
+
 /** Ids shared by every thread of the process, so that a cancelled id is never another request's. */
 let lastId = 0;
 function nextId(): number {
@@ -77,20 +87,54 @@ export class ThreadClient {
    */
   request<T>(kind: number, deadline: number, write: ((encoder: Encoder) => void) | undefined, reader: AnswerReader<T>, signal?: AbortSignal): Promise<T> {
     if (signal?.aborted === true) return Promise.reject(callerGone());
-    if (this.#worker === undefined) this.#start();
     const id = nextId();
     const encoder = this.#outgoing;
-    encoder.u32(id);
-    encoder.u8(kind);
-    encoder.f64(deadline);
-    const lengthAt = encoder.length;
-    encoder.u32(0);
+    const lengthAt = writeHeader(encoder, id, kind, deadline);
     write?.(encoder);
     encoder.u32At(lengthAt, encoder.length - lengthAt - 4);
     if (!this.#flushScheduled) {
       this.#flushScheduled = true;
       setImmediate(() => this.flush());
     }
+    return this.#await(id, deadline, reader, signal);
+  }
+
+  /**
+   * Sends a request whose payload is large, in a message of its own: `write` encodes it a piece
+   * per turn of the event loop (it yields between pieces), so that no turn is spent on it whole.
+   */
+  requestLarge<T>(
+    kind: number,
+    deadline: number,
+    write: (encoder: Encoder) => Iterable<void>,
+    reader: AnswerReader<T>,
+    signal?: AbortSignal,
+  ): Promise<T> {
+    if (signal?.aborted === true) return Promise.reject(callerGone());
+    const id = nextId();
+    const answer = this.#await(id, deadline, reader, signal);
+    const encoder = new Encoder(64 * 1024);
+    const lengthAt = writeHeader(encoder, id, kind, deadline);
+    const pieces = write(encoder)[Symbol.iterator]();
+    const step = () => {
+      // Given up on (deadline, caller gone, thread ended) while it was being encoded.
+      if (!this.#pending.has(id)) return;
+      if (pieces.next().done !== true) {
+        setImmediate(step);
+        return;
+      }
+      encoder.u32At(lengthAt, encoder.length - lengthAt - 4);
+      // What was queued before goes first.
+      this.flush();
+      const buffer = encoder.finish();
+      this.#port?.postMessage(buffer, [buffer]);
+    };
+    step();
+    return answer;
+  }
+
+  #await<T>(id: number, deadline: number, reader: AnswerReader<T>, signal: AbortSignal | undefined): Promise<T> {
+    if (this.#worker === undefined) this.#start();
     return new Promise<T>((resolve, reject) => {
       const onAbort = () => this.#cancel(id, callerGone());
       signal?.addEventListener('abort', onAbort, { once: true });
