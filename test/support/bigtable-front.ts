@@ -47,6 +47,8 @@ export class BigtableFront {
   readRowsCancelled = 0;
   /** How many ReadRows calls reached the front. */
   readRowsCalls = 0;
+  /** How many calls of each method (its last path segment: GetTable, MutateRow, …) reached the front. */
+  readonly calls = new Map<string, number>();
 
   readonly #server = new Server();
   readonly #upstream: Client;
@@ -80,9 +82,17 @@ export class BigtableFront {
   #handlers(): UntypedServiceImplementation {
     const handlers: UntypedServiceImplementation = {};
     for (const [name, method] of Object.entries(SERVICE)) {
+      const count = () => {
+        const methodName = method.path.slice(method.path.lastIndexOf('/') + 1);
+        this.calls.set(methodName, (this.calls.get(methodName) ?? 0) + 1);
+      };
       handlers[name] = method.responseStream
-        ? (call: ServerWritableStream<Buffer, Buffer>) => this.#stream(method.path, call)
+        ? (call: ServerWritableStream<Buffer, Buffer>) => {
+            count();
+            this.#stream(method.path, call);
+          }
         : (call: ServerUnaryCall<Buffer, Buffer>, callback: sendUnaryData<Buffer>) => {
+            count();
             this.#upstream.makeUnaryRequest(method.path, same, same, call.request, call.metadata, (error, response) => callback(error, response));
           };
     }

@@ -14,7 +14,7 @@ export const RETRY_MIN_MS = 20;
 const RETRY_MAX_MS = 250;
 
 /** A server-streaming call on the bare stub: a readable of responses that can be cancelled. */
-export type ServerStream<Response> = AsyncIterable<Response> & { cancel(): void };
+export type ServerStream<Response> = AsyncIterable<Response> & Pick<NodeJS.EventEmitter, 'on'> & { cancel(): void };
 
 /** The part of the generated client's gRPC stub that the store calls directly. */
 export interface BigtableStub {

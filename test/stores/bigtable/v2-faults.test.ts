@@ -76,6 +76,32 @@ describe('Bigtable store (v2 contract): per-entry failures, broken streams and c
     });
   });
 
+  describe('admin calls', () => {
+    it('spends no admin call on calls naming a missing table, and one per table while its schema is cached', async () => {
+      const fresh = new BigtableStore({ projectId: TEST_PROJECT, instanceIds: [instance], emulatorHost: front.host });
+      try {
+        front.calls.clear();
+        const missing = { instance, table: 'never-created' };
+        const outcomes = await Promise.all([
+          fresh.readRows(missing, [Buffer.from('k')], { versions: 1 }, call()).catch((error: unknown) => error),
+          fresh.mutateRow(missing, Buffer.from('k'), [set('v')], call()).catch((error: unknown) => error),
+          fresh.mutateRows(missing, [{ key: Buffer.from('k'), mutations: [set('v')] }], call()).catch((error: unknown) => error),
+          (async () => {
+            for await (const row of fresh.scanRows(missing, { range: {}, limit: 1, reverse: false, versions: 1 }, call())) return row;
+          })().catch((error: unknown) => error),
+        ]);
+        expect(outcomes.map((outcome) => [(outcome as StoreError).code, (outcome as StoreError).resource])).to.deep.equal(Array(4).fill(['NOT_FOUND', 'table']));
+        expect(front.calls.get('GetTable') ?? 0).to.equal(0);
+
+        for (let read = 0; read < 5; read++) await fresh.readRows(ref, [Buffer.from('k')], { versions: 1 }, call());
+        await fresh.mutateRow(ref, Buffer.from('admin-k'), [set('v')], call());
+        expect(front.calls.get('GetTable')).to.equal(1);
+      } finally {
+        await fresh.close();
+      }
+    });
+  });
+
   describe('scans', () => {
     const total = 60;
     before(async () => {
