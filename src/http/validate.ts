@@ -1,4 +1,4 @@
-import type Joi from 'joi';
+import Joi from 'joi';
 import { ApiError, type FieldError } from '../service/errors.ts';
 import { shorten } from './quoted.ts';
 
@@ -25,33 +25,55 @@ const COUNT_PROBLEMS: Joi.ValidationOptions = { ...BASE, abortEarly: false, erro
 type Path = ReadonlyArray<string | number>;
 
 /**
- * validate checks input against a request schema and returns it, or throws VALIDATION_FAILED
- * listing the first MAX_REPORTED_ERRORS problems, each naming its field path
+ * validate checks input against a request schema and resolves to it, or rejects with
+ * VALIDATION_FAILED listing the first MAX_REPORTED_ERRORS problems, each naming its field path
  * (`data[1].columnValue`), with `errorCount` when there were more. Time and memory are linear in
- * the size of the input whatever it holds, and the answer stays a few kilobytes.
+ * the size of the input whatever it holds, the answer stays a few kilobytes, and a large input
+ * never holds the event loop for more than a few milliseconds at a time.
  *
- * Valid input takes one joi pass that stops at the first problem. Only invalid input is looked at
- * again, to list its problems: a long array item by item, an object member by member. So a rule
- * of an array item may look at that item only (its ancestors are not those of the whole input),
- * and an array's own rules (uniqueness, say) are reported once its items are valid.
+ * Input of up to WHOLE_PASS_NODES nodes takes one joi pass. Larger input is taken apart (array
+ * items, object members), each part checked by joi on its own, and other requests are served
+ * between parts. So a rule of an array item may look at that item only: its ancestors are not
+ * those of the whole input.
  */
-export function validate<T>(schema: Joi.Schema, input: unknown, bounds: ValidationBounds = VALIDATION_BOUNDS): T {
-  const first = schema.validate(input, FIRST_PROBLEM);
-  if (first.error === undefined) return first.value as T;
+export async function validate<T>(schema: Joi.Schema, input: unknown, bounds: ValidationBounds = VALIDATION_BOUNDS): Promise<T> {
   const report = new ProblemReport(bounds);
-  collect(schema, input, [], report);
-  if (report.count === 0) report.addAll(first.error, []);
+  if (hasAtMostNodes(input, bounds.wholePassNodes)) {
+    const first = schema.validate(input, FIRST_PROBLEM);
+    if (first.error === undefined) return first.value as T;
+    report.addAll(schema.validate(input, report.everyProblem).error, []);
+  } else {
+    const value = await collect(schema, input, [], report, new Slicer());
+    if (report.count === 0) return value as T;
+  }
   throw report.toError();
 }
 
 export interface ValidationBounds {
   /** Most problems listed. */
   readonly maxReported: number;
-  /** Largest value (in nodes) checked in one joi pass that lists every problem. */
+  /** Largest value (in nodes) checked in one joi pass. */
   readonly wholePassNodes: number;
 }
 
 export const VALIDATION_BOUNDS: ValidationBounds = Object.freeze({ maxReported: MAX_REPORTED_ERRORS, wholePassNodes: WHOLE_PASS_NODES });
+
+/** Most time spent checking one request before other requests get their turn. */
+const SLICE_MS = 5;
+
+/** Lets other work run every SLICE_MS while a large input is checked. */
+class Slicer {
+  #since = performance.now();
+
+  get due(): boolean {
+    return performance.now() - this.#since >= SLICE_MS;
+  }
+
+  async yield(): Promise<void> {
+    await new Promise((resolve) => setImmediate(resolve));
+    this.#since = performance.now();
+  }
+}
 
 /** The first problems found, and how many in all. */
 class ProblemReport {
@@ -103,44 +125,52 @@ class ProblemReport {
   }
 }
 
-/** Adds the problems of `value` at `path` to the report, taking large values apart. */
-function collect(schema: Joi.Schema, value: unknown, path: Path, report: ProblemReport): void {
-  if (hasAtMostNodes(value, report.bounds.wholePassNodes)) {
-    report.addAll(schema.validate(value, report.everyProblem).error, path);
-  } else if (schema.type === 'array' && Array.isArray(value)) {
-    collectArray(schema, value, path, report);
-  } else if (schema.type === 'object' && isPlainObject(value) && isClosed(schema)) {
-    collectObject(schema, value, path, report);
-  } else {
-    // A large value of the wrong kind is one problem, however large.
-    report.addAll(schema.validate(value, FIRST_PROBLEM).error, path);
-  }
+/** Checks a small value in one joi pass: adds its problems and returns its validated value. */
+function checkWhole(schema: Joi.Schema, value: unknown, path: Path, report: ProblemReport): unknown {
+  const result = schema.validate(value, report.everyProblem);
+  report.addAll(result.error, path);
+  return result.value;
 }
 
-function collectArray(schema: Joi.Schema, value: unknown[], path: Path, report: ProblemReport): void {
+/** Adds the problems of `value` at `path` to the report, taking large values apart; returns its validated value. */
+async function collect(schema: Joi.Schema, value: unknown, path: Path, report: ProblemReport, slicer: Slicer): Promise<unknown> {
+  if (hasAtMostNodes(value, report.bounds.wholePassNodes)) return checkWhole(schema, value, path, report);
+  if (schema.type === 'array' && Array.isArray(value)) return collectArray(schema, value, path, report, slicer);
+  if (schema.type === 'object' && isPlainObject(value) && isClosed(schema)) return collectObject(schema, value, path, report, slicer);
+  // A large value of the wrong kind is one problem, however large.
+  report.addAll(schema.validate(value, FIRST_PROBLEM).error, path);
+  return value;
+}
+
+async function collectArray(schema: Joi.Schema, value: unknown[], path: Path, report: ProblemReport, slicer: Slicer): Promise<unknown> {
   const limit: unknown = schema.$_getRule('max')?.args?.['limit'];
   if (typeof limit === 'number' && value.length > limit) {
     // Its items are not looked at: the array is refused whatever they are.
     report.add({ path: fieldPath(path), message: `${fieldPath(path) || 'value'} must contain less than or equal to ${limit} items` });
-    return;
+    return value;
   }
   const items = schema.$_terms['items'] as Joi.Schema[];
   const item = items.length === 1 && (schema.$_terms['ordered'] as unknown[]).length === 0 ? items[0] : undefined;
   if (item === undefined) {
     report.addAll(schema.validate(value, FIRST_PROBLEM).error, path);
-    return;
+    return value;
   }
-  const before = report.count;
-  for (const [index, element] of value.entries()) collect(item, element, [...path, index], report);
-  // The items are valid: what is left are the array's own rules, a few problems at most.
-  if (report.count === before) report.addAll(schema.validate(value, report.everyProblem).error, path);
+  const checked: unknown[] = [];
+  for (const [index, element] of value.entries()) {
+    const at = [...path, index];
+    checked.push(hasAtMostNodes(element, report.bounds.wholePassNodes) ? checkWhole(item, element, at, report) : await collect(item, element, at, report, slicer));
+    if (slicer.due) await slicer.yield();
+  }
+  // The array's own rules (length, uniqueness, custom ones), without checking its items again.
+  return checkWhole(arrayRules(schema), checked, path, report);
 }
 
-function collectObject(schema: Joi.Schema, value: Record<string, unknown>, path: Path, report: ProblemReport): void {
+async function collectObject(schema: Joi.Schema, value: Record<string, unknown>, path: Path, report: ProblemReport, slicer: Slicer): Promise<unknown> {
   const members = memberSchemas(schema);
   // The object is checked whole with its small members; each large one stands in as null (present,
   // for rules between members) and is checked on its own.
   const shallow: Record<string, unknown> = {};
+  const set = (key: string, member: unknown) => Object.defineProperty(shallow, key, { value: member, enumerable: true, writable: true, configurable: true });
   const large: string[] = [];
   let unknown = 0;
   for (const key of Object.keys(value)) {
@@ -148,20 +178,42 @@ function collectObject(schema: Joi.Schema, value: Record<string, unknown>, path:
     if (!members.has(key)) {
       unknown += 1;
       // Each unknown key is one problem, listed by joi while the report has room, else only counted.
-      if (unknown > report.bounds.maxReported) {
-        report.addUnlisted(1);
-        continue;
-      }
-      Object.defineProperty(shallow, key, { value: null, enumerable: true, writable: true, configurable: true });
+      if (unknown > report.bounds.maxReported) report.addUnlisted(1);
+      else set(key, null);
     } else if (hasAtMostNodes(member, report.bounds.wholePassNodes)) {
-      Object.defineProperty(shallow, key, { value: member, enumerable: true, writable: true, configurable: true });
+      set(key, member);
     } else {
       large.push(key);
-      Object.defineProperty(shallow, key, { value: null, enumerable: true, writable: true, configurable: true });
+      set(key, null);
     }
+    if (slicer.due) await slicer.yield();
   }
-  report.addAll(schema.validate(shallow, report.everyProblem).error, path, (problemPath) => large.includes(String(problemPath[0])));
-  for (const key of large) collect(members.get(key) as Joi.Schema, value[key], [...path, key], report);
+  const result = schema.validate(shallow, report.everyProblem);
+  report.addAll(result.error, path, (problemPath) => large.includes(String(problemPath[0])));
+  const checked: unknown = result.value;
+  const target = isPlainObject(checked) ? checked : shallow;
+  for (const key of large) {
+    Object.defineProperty(target, key, {
+      value: await collect(members.get(key) as Joi.Schema, value[key], [...path, key], report, slicer),
+      enumerable: true,
+      writable: true,
+      configurable: true,
+    });
+  }
+  return target;
+}
+
+const arrayRulesCache = new WeakMap<Joi.Schema, Joi.Schema>();
+
+/** An array schema's own rules without its item schemas (joi's describe and build, items left out). */
+function arrayRules(schema: Joi.Schema): Joi.Schema {
+  const cached = arrayRulesCache.get(schema);
+  if (cached !== undefined) return cached;
+  const description = schema.describe() as Joi.Description & { items?: unknown };
+  delete description.items;
+  const rules = Joi.build(description) as Joi.Schema;
+  arrayRulesCache.set(schema, rules);
+  return rules;
 }
 
 const memberCache = new WeakMap<Joi.Schema, Map<string, Joi.Schema>>();

@@ -152,7 +152,7 @@ export function v1Routes(
       : (ctx: RouterContext<AppState>) => validate<never>(operation.query as Joi.ObjectSchema, parseQuery(ctx.querystring));
     const handler: RouterMiddleware<AppState> = async (ctx) => {
       const instanceID = ctx.params['instanceID'] ?? '';
-      ctx.body = await operation.handle(service, instanceID, input(ctx), { signal: clientGone(ctx) });
+      ctx.body = await operation.handle(service, instanceID, await input(ctx), { signal: clientGone(ctx) });
       ctx.status = operation.success.status;
     };
     const limited = options.rateLimit === undefined ? [] : [options.rateLimit];
