@@ -1,4 +1,4 @@
-import type Joi from 'joi';
+import Joi from 'joi';
 import { ApiError, type FieldError } from '../service/errors.ts';
 import { shorten } from './quoted.ts';
 
@@ -23,22 +23,21 @@ const EVERY_PROBLEM: Joi.ValidationOptions = { ...BASE, abortEarly: false };
 const COUNT_PROBLEMS: Joi.ValidationOptions = { ...BASE, abortEarly: false, errors: { render: false } };
 
 type Path = ReadonlyArray<string | number>;
-/** Options a request part adds to every pass: its context. */
-type Prefs = Pick<Joi.ValidationOptions, 'context'>;
 
 /**
- * validate checks input against a request schema and returns it, or throws VALIDATION_FAILED
- * listing the first MAX_REPORTED_ERRORS problems, each naming its field path
+ * validate checks input against a request schema and resolves to it, or rejects with
+ * VALIDATION_FAILED listing the first MAX_REPORTED_ERRORS problems, each naming its field path
  * (`data[1].columnValue`), with `errorCount` when there were more. Time and memory are linear in
- * the size of the input whatever it holds, and the answer stays a few kilobytes.
+ * the size of the input whatever it holds, the answer stays a few kilobytes, and a large input
+ * never holds the event loop for more than a few milliseconds at a time.
  *
- * Valid input takes one joi pass that stops at the first problem. Only invalid input is looked at
- * again, to list its problems: a long array item by item, an object member by member. So a rule
- * of an array item may look at that item only (its ancestors are not those of the whole input),
- * and an array's own rules (uniqueness, say) are reported once its items are valid.
+ * Input of up to WHOLE_PASS_NODES nodes takes one joi pass. Larger input is taken apart (array
+ * items, object members), each part checked by joi on its own, and other requests are served
+ * between parts. So a rule of an array item may look at that item only: its ancestors are not
+ * those of the whole input.
  */
-export function validate<T>(schema: Joi.Schema, input: unknown, bounds: ValidationBounds = VALIDATION_BOUNDS): T {
-  const [value] = validateParts([{ schema, value: input }], bounds) as [T];
+export async function validate<T>(schema: Joi.Schema, input: unknown, bounds: ValidationBounds = VALIDATION_BOUNDS): Promise<T> {
+  const [value] = (await validateParts([{ schema, value: input }], bounds)) as [T];
   return value;
 }
 
@@ -51,41 +50,61 @@ export interface RequestPart {
 }
 
 /**
- * validateParts checks several parts of one request as validate checks one, and returns their
- * valid values in order, or throws one VALIDATION_FAILED listing the problems of all of them.
- * Problems are named by their path within their part.
+ * validateParts checks several parts of one request as validate checks one, and resolves to
+ * their valid values in order, or rejects with one VALIDATION_FAILED listing the problems of all
+ * of them. Problems are named by their path within their part.
  */
-export function validateParts(parts: readonly RequestPart[], bounds: ValidationBounds = VALIDATION_BOUNDS): unknown[] {
+export async function validateParts(parts: readonly RequestPart[], bounds: ValidationBounds = VALIDATION_BOUNDS): Promise<unknown[]> {
+  const report = new ProblemReport(bounds);
+  const slicer = new Slicer();
   const values: unknown[] = [];
-  let report: ProblemReport | undefined;
   for (const part of parts) {
-    const prefs = part.context === undefined ? {} : { context: part.context };
-    const first = part.schema.validate(part.value, { ...FIRST_PROBLEM, ...prefs });
-    values.push(first.value);
-    if (first.error === undefined) continue;
-    report ??= new ProblemReport(bounds);
-    const before = report.count;
-    collect(part.schema, part.value, [], report, prefs);
-    if (report.count === before) report.addAll(first.error, []);
+    report.prefs = part.context === undefined ? {} : { context: part.context };
+    if (hasAtMostNodes(part.value, bounds.wholePassNodes)) {
+      const first = part.schema.validate(part.value, report.firstProblem);
+      values.push(first.value);
+      if (first.error !== undefined) report.addAll(part.schema.validate(part.value, report.everyProblem).error, []);
+    } else {
+      values.push(await collect(part.schema, part.value, [], report, slicer));
+    }
   }
-  if (report !== undefined) throw report.toError();
+  if (report.count > 0) throw report.toError();
   return values;
 }
 
 export interface ValidationBounds {
   /** Most problems listed. */
   readonly maxReported: number;
-  /** Largest value (in nodes) checked in one joi pass that lists every problem. */
+  /** Largest value (in nodes) checked in one joi pass. */
   readonly wholePassNodes: number;
 }
 
 export const VALIDATION_BOUNDS: ValidationBounds = Object.freeze({ maxReported: MAX_REPORTED_ERRORS, wholePassNodes: WHOLE_PASS_NODES });
+
+/** Most time spent checking one request before other requests get their turn. */
+const SLICE_MS = 5;
+
+/** Lets other work run every SLICE_MS while a large input is checked. */
+class Slicer {
+  #since = performance.now();
+
+  get due(): boolean {
+    return performance.now() - this.#since >= SLICE_MS;
+  }
+
+  async yield(): Promise<void> {
+    await new Promise((resolve) => setImmediate(resolve));
+    this.#since = performance.now();
+  }
+}
 
 /** The first problems found, and how many in all. */
 class ProblemReport {
   readonly bounds: ValidationBounds;
   readonly listed: FieldError[] = [];
   count = 0;
+  /** Options of the part being checked: its context. */
+  prefs: Pick<Joi.ValidationOptions, 'context'> = {};
 
   constructor(bounds: ValidationBounds) {
     this.bounds = bounds;
@@ -97,8 +116,13 @@ class ProblemReport {
   }
 
   /** The joi options for a pass that looks for every problem. */
-  everyProblem(prefs: Prefs): Joi.ValidationOptions {
-    return { ...(this.full ? COUNT_PROBLEMS : EVERY_PROBLEM), ...prefs };
+  get everyProblem(): Joi.ValidationOptions {
+    return { ...(this.full ? COUNT_PROBLEMS : EVERY_PROBLEM), ...this.prefs };
+  }
+
+  /** The joi options for a pass that stops at the first problem. */
+  get firstProblem(): Joi.ValidationOptions {
+    return { ...FIRST_PROBLEM, ...this.prefs };
   }
 
   add(problem: FieldError): void {
@@ -131,44 +155,52 @@ class ProblemReport {
   }
 }
 
-/** Adds the problems of `value` at `path` to the report, taking large values apart. */
-function collect(schema: Joi.Schema, value: unknown, path: Path, report: ProblemReport, prefs: Prefs): void {
-  if (hasAtMostNodes(value, report.bounds.wholePassNodes)) {
-    report.addAll(schema.validate(value, report.everyProblem(prefs)).error, path);
-  } else if (schema.type === 'array' && Array.isArray(value)) {
-    collectArray(schema, value, path, report, prefs);
-  } else if (schema.type === 'object' && isPlainObject(value) && isClosed(schema)) {
-    collectObject(schema, value, path, report, prefs);
-  } else {
-    // A large value of the wrong kind is one problem, however large.
-    report.addAll(schema.validate(value, { ...FIRST_PROBLEM, ...prefs }).error, path);
-  }
+/** Checks a small value in one joi pass: adds its problems and returns its validated value. */
+function checkWhole(schema: Joi.Schema, value: unknown, path: Path, report: ProblemReport): unknown {
+  const result = schema.validate(value, report.everyProblem);
+  report.addAll(result.error, path);
+  return result.value;
 }
 
-function collectArray(schema: Joi.Schema, value: unknown[], path: Path, report: ProblemReport, prefs: Prefs): void {
+/** Adds the problems of `value` at `path` to the report, taking large values apart; returns its validated value. */
+async function collect(schema: Joi.Schema, value: unknown, path: Path, report: ProblemReport, slicer: Slicer): Promise<unknown> {
+  if (hasAtMostNodes(value, report.bounds.wholePassNodes)) return checkWhole(schema, value, path, report);
+  if (schema.type === 'array' && Array.isArray(value)) return collectArray(schema, value, path, report, slicer);
+  if (schema.type === 'object' && isPlainObject(value) && isClosed(schema)) return collectObject(schema, value, path, report, slicer);
+  // A large value of the wrong kind is one problem, however large.
+  report.addAll(schema.validate(value, report.firstProblem).error, path);
+  return value;
+}
+
+async function collectArray(schema: Joi.Schema, value: unknown[], path: Path, report: ProblemReport, slicer: Slicer): Promise<unknown> {
   const limit: unknown = schema.$_getRule('max')?.args?.['limit'];
   if (typeof limit === 'number' && value.length > limit) {
     // Its items are not looked at: the array is refused whatever they are.
     report.add({ path: fieldPath(path), message: `${fieldPath(path) || 'value'} must contain less than or equal to ${limit} items` });
-    return;
+    return value;
   }
   const items = schema.$_terms['items'] as Joi.Schema[];
   const item = items.length === 1 && (schema.$_terms['ordered'] as unknown[]).length === 0 ? items[0] : undefined;
   if (item === undefined) {
-    report.addAll(schema.validate(value, { ...FIRST_PROBLEM, ...prefs }).error, path);
-    return;
+    report.addAll(schema.validate(value, report.firstProblem).error, path);
+    return value;
   }
-  const before = report.count;
-  for (const [index, element] of value.entries()) collect(item, element, [...path, index], report, prefs);
-  // The items are valid: what is left are the array's own rules, a few problems at most.
-  if (report.count === before) report.addAll(schema.validate(value, report.everyProblem(prefs)).error, path);
+  const checked: unknown[] = [];
+  for (const [index, element] of value.entries()) {
+    const at = [...path, index];
+    checked.push(hasAtMostNodes(element, report.bounds.wholePassNodes) ? checkWhole(item, element, at, report) : await collect(item, element, at, report, slicer));
+    if (slicer.due) await slicer.yield();
+  }
+  // The array's own rules (length, uniqueness, custom ones), without checking its items again.
+  return checkWhole(arrayRules(schema), checked, path, report);
 }
 
-function collectObject(schema: Joi.Schema, value: Record<string, unknown>, path: Path, report: ProblemReport, prefs: Prefs): void {
+async function collectObject(schema: Joi.Schema, value: Record<string, unknown>, path: Path, report: ProblemReport, slicer: Slicer): Promise<unknown> {
   const members = memberSchemas(schema);
   // The object is checked whole with its small members; each large one stands in as null (present,
   // for rules between members) and is checked on its own.
   const shallow: Record<string, unknown> = {};
+  const set = (key: string, member: unknown) => Object.defineProperty(shallow, key, { value: member, enumerable: true, writable: true, configurable: true });
   const large: string[] = [];
   let unknown = 0;
   for (const key of Object.keys(value)) {
@@ -176,20 +208,42 @@ function collectObject(schema: Joi.Schema, value: Record<string, unknown>, path:
     if (!members.has(key)) {
       unknown += 1;
       // Each unknown key is one problem, listed by joi while the report has room, else only counted.
-      if (unknown > report.bounds.maxReported) {
-        report.addUnlisted(1);
-        continue;
-      }
-      Object.defineProperty(shallow, key, { value: null, enumerable: true, writable: true, configurable: true });
+      if (unknown > report.bounds.maxReported) report.addUnlisted(1);
+      else set(key, null);
     } else if (hasAtMostNodes(member, report.bounds.wholePassNodes)) {
-      Object.defineProperty(shallow, key, { value: member, enumerable: true, writable: true, configurable: true });
+      set(key, member);
     } else {
       large.push(key);
-      Object.defineProperty(shallow, key, { value: null, enumerable: true, writable: true, configurable: true });
+      set(key, null);
     }
+    if (slicer.due) await slicer.yield();
   }
-  report.addAll(schema.validate(shallow, report.everyProblem(prefs)).error, path, (problemPath) => large.includes(String(problemPath[0])));
-  for (const key of large) collect(members.get(key) as Joi.Schema, value[key], [...path, key], report, prefs);
+  const result = schema.validate(shallow, report.everyProblem);
+  report.addAll(result.error, path, (problemPath) => large.includes(String(problemPath[0])));
+  const checked: unknown = result.value;
+  const target = isPlainObject(checked) ? checked : shallow;
+  for (const key of large) {
+    Object.defineProperty(target, key, {
+      value: await collect(members.get(key) as Joi.Schema, value[key], [...path, key], report, slicer),
+      enumerable: true,
+      writable: true,
+      configurable: true,
+    });
+  }
+  return target;
+}
+
+const arrayRulesCache = new WeakMap<Joi.Schema, Joi.Schema>();
+
+/** An array schema's own rules without its item schemas (joi's describe and build, items left out). */
+function arrayRules(schema: Joi.Schema): Joi.Schema {
+  const cached = arrayRulesCache.get(schema);
+  if (cached !== undefined) return cached;
+  const description = schema.describe() as Joi.Description & { items?: unknown };
+  delete description.items;
+  const rules = Joi.build(description) as Joi.Schema;
+  arrayRulesCache.set(schema, rules);
+  return rules;
 }
 
 const memberCache = new WeakMap<Joi.Schema, Map<string, Joi.Schema>>();

@@ -48,7 +48,8 @@ export async function sendRaw(baseUrl: string, raw: RawRequest, contract?: Pick<
   const text = answer.body.toString('utf8');
   const mediaType = responseHeaders.get('content-type') ?? '';
   const body: unknown = /json/.test(mediaType) && text !== '' ? JSON.parse(text) : text;
-  const pathname = new URL(raw.path, baseUrl).pathname;
+  // As sent: the service routes the path as it is, without resolving dot segments.
+  const pathname = raw.path.split('?')[0] ?? raw.path;
   contract?.contract.check(raw.method, pathname, answer.status, responseHeaders, body);
   return { status: answer.status, headers: responseHeaders, body, bytes: answer.body.length };
 }

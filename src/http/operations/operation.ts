@@ -99,19 +99,19 @@ export function defineOperation<Params = undefined, Query = undefined, Body = un
   const { handle, ...description } = spec;
   return {
     ...description,
-    run: (raw, request) => handle(validateInput(spec, raw), request),
+    run: async (raw, request) => handle(await validateInput(spec, raw), request),
   };
 }
 
-function validateInput<Params, Query, Body>(spec: OperationSpec<Params, Query, Body>, raw: RawInput): OperationInput<Params, Query, Body> {
+async function validateInput<Params, Query, Body>(spec: OperationSpec<Params, Query, Body>, raw: RawInput): Promise<OperationInput<Params, Query, Body>> {
   // Parts without a schema are not looked at. The query comes first: the path and the body are
   // read in its light (its encoding), so only once it is valid.
-  const [query] = validateParts([{ schema: spec.query ?? NOTHING, value: spec.query === undefined ? {} : raw.query }]) as [Query];
+  const [query] = (await validateParts([{ schema: spec.query ?? NOTHING, value: spec.query === undefined ? {} : raw.query }])) as [Query];
   const context = { query };
-  const [params, body] = validateParts([
+  const [params, body] = (await validateParts([
     { schema: spec.params ?? NOTHING, value: spec.params === undefined ? {} : raw.params, context },
     ...(spec.body === undefined ? [] : [{ schema: spec.body, value: raw.body, context }]),
-  ]) as [Params, Body];
+  ])) as [Params, Body];
   return { params, query, body };
 }
 
