@@ -1,5 +1,5 @@
 import type { RouterContext, RouterMiddleware } from '@koa/router';
-import { ALL_INSTANCES, type Role, parseScope } from '../../auth/access.ts';
+import { ALL_INSTANCES, type Role, type ServedStores, parseScope, usableStores } from '../../auth/access.ts';
 import { ApiError } from '../../service/errors.ts';
 import { shorten } from '../../service/text.ts';
 import type { AppState } from '../app-state.ts';
@@ -18,26 +18,32 @@ export function v2Guards(services: Services, defaultStore: string): (operation: 
   };
   return (operation) => {
     if (operation.pathParameters.includes('instance')) return [authorize(operation.role, operation.operationId, defaultStore), servedTarget];
-    if (operation.pathParameters.includes('store')) return [authorizeStore(operation.role, operation.operationId, defaultStore)];
+    if (operation.pathParameters.includes('store')) return [authorizeStore(operation.role, operation.operationId, services.stores)];
     return [];
   };
 }
 
 /**
- * authorizeStore lets a request about a whole store on if one of the caller's grants names the
- * store (any instance of it), or every store; otherwise 403. A `*` grant thus learns that an
- * unknown store does not exist (404), as with instances.
+ * authorizeStore lets a request about a whole store on if the caller may use one of its served
+ * instances (as GET /v2/stores shows it); for a store not served, if one of the caller's grants
+ * would cover it (it names the store, or every store), so that such a caller learns that the store
+ * does not exist (404), as with instances. Otherwise 403.
  */
-function authorizeStore(role: Role, operationId: string, defaultStore: string): RouterMiddleware<AppState> {
+function authorizeStore(role: Role, operationId: string, served: ServedStores): RouterMiddleware<AppState> {
   return async (ctx, next) => {
     const store = ctx.params['store'] ?? '';
-    const granted = ctx.state.caller?.grants.some((grant) =>
-      grant.instances.some((scope) => {
-        const scoped = parseScope(scope).store;
-        return scoped === ALL_INSTANCES || (scoped ?? defaultStore) === store;
-      }),
-    );
-    if (granted !== true) {
+    const caller = ctx.state.caller;
+    const granted =
+      caller !== undefined &&
+      (served.all.some((candidate) => candidate.name === store)
+        ? usableStores(caller, served).some((usable) => usable.name === store)
+        : caller.grants.some((grant) =>
+            grant.instances.some((scope) => {
+              const scoped = parseScope(scope).store;
+              return scoped === ALL_INSTANCES || (scoped ?? served.default.name) === store;
+            }),
+          ));
+    if (!granted) {
       throw new ApiError('PERMISSION_DENIED', `${ctx.state.caller?.name ?? 'The caller'} may not ${operationId} on store "${shorten(store)}": it has no grant there (${role} at least).`);
     }
     await next();
