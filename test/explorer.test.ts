@@ -173,6 +173,64 @@ describe('API explorer (/docs) in headless Chromium', function () {
     expect(body).to.contain(columnValue);
   });
 
+  /**
+   * Presses "Try it out" and Execute on an operation without editing anything, and returns the
+   * status the page shows.
+   */
+  async function executeAsIs(page: Page, tag: string, operationId: string): Promise<number> {
+    // Swagger UI escapes the dots of an operationId in the element's id.
+    const operation = page.locator(`[id="operations-${tag}-${operationId.replaceAll('.', '\\\\.')}"]`);
+    await operation.locator('.opblock-summary').first().click();
+    // A second time, "Try it out" is still on from the first.
+    await operation.locator('.try-out__btn').waitFor();
+    if ((await operation.locator('.execute').count()) === 0) await operation.locator('.try-out__btn').click();
+    const answered = page.waitForResponse((response) => /\/(v1|v2)\//.test(new URL(response.url()).pathname));
+    await operation.locator('.execute').click();
+    const status = (await answered).status();
+    // The page shows the answer once Swagger UI re-renders, which may follow the response.
+    const live = operation.locator('.live-responses-table tbody tr.response .response-col_status');
+    await live.filter({ hasText: new RegExp(`^\\s*${status}\\s*$`) }).waitFor({ timeout: 5000 });
+    // Collapsed again, so the next operation's controls are the only ones open.
+    await operation.locator('.opblock-summary').first().click();
+    return status;
+  }
+
+  it('answers every pre-filled example with success when Execute is pressed as is, in the natural order', async function () {
+    this.timeout(180_000);
+    const { baseUrl } = app();
+    const page = await openPage();
+    await page.goto(`${baseUrl}/docs`);
+    await waitForOperations(page);
+    await page.locator('[id="operations-v2-tables\\\\.create"]').waitFor();
+    const steps: Array<[string, string, number]> = [
+      ['v1', 'createTable', 201],
+      ['v1', 'insertData', 200],
+      ['v1', 'readCellData', 200],
+      ['v1', 'deleteTable', 200],
+      ['v2', 'stores.list', 200],
+      ['v2', 'stores.get', 200],
+      ['v2', 'tables.create', 201],
+      ['v2', 'tables.list', 200],
+      ['v2', 'tables.get', 200],
+      ['v2', 'rows.write', 200],
+      ['v2', 'rows.get', 200],
+      ['v2', 'rows.mutate', 200],
+      ['v2', 'rows.scan', 200],
+      ['v2', 'rows.batchGet', 200],
+      ['v2', 'rows.batchWrite', 200],
+      ['v2', 'rows.delete', 204],
+      ['v2', 'tables.delete', 204],
+      // Both deletes take the example table: it is created again for the second.
+      ['v2', 'tables.create', 201],
+      ['v2', 'tables.batchDelete', 200],
+    ];
+    const answered: string[] = [];
+    for (const [tag, operationId, expected] of steps) {
+      answered.push(`${operationId} ${await executeAsIs(page, tag, operationId)}`);
+      expect(answered.at(-1), answered.join(', ')).to.equal(`${operationId} ${expected}`);
+    }
+  });
+
   describe('with AUTH_MODE apikey', () => {
     const files = tempDirectory();
     const admin: KeyEntry = { name: 'explorer-user', key: newApiKey(), role: 'admin', instances: ['*'] };
