@@ -6,7 +6,10 @@ import { promisify } from 'node:util';
 import { expect } from 'chai';
 import { CONFIG_VARIABLES } from '../src/config.ts';
 import { PROBLEM_TYPES } from '../src/http/problems.ts';
+import { V2_OPERATIONS } from '../src/http/v2/operations.ts';
 import { ERROR_CODES } from '../src/service/errors.ts';
+import { publishedLimits } from '../src/service/limits.ts';
+import { DRIVERS } from '../src/store/drivers.ts';
 import { cleanEnv, runService, type ServiceProcess } from './support/service-process.ts';
 
 const execFileAsync = promisify(execFile);
@@ -53,6 +56,19 @@ describe('README', () => {
       }
     });
 
+    it('have an example of every v2 operation', () => {
+      const commands = curlExamples().map((example) => example.command.replaceAll('\\\n', ' '));
+      for (const operation of V2_OPERATIONS) {
+        const method = operation.method.toUpperCase();
+        // The template with any value for each parameter, up to the query.
+        const path = new RegExp(
+          `localhost:8080${operation.path.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\{\w+\}/g, '[^/?\'\\s:]+')}(?:[?'\\s]|$)`,
+        );
+        const found = commands.some((command) => path.test(command) && (method === 'GET' ? !/-X (POST|PUT|DELETE)/.test(command.split('&&').at(-1) ?? '') : command.includes(`-X ${method}`)));
+        expect(found, `${method} ${operation.path}`).to.equal(true);
+      }
+    });
+
     it('answer what the README shows', async () => {
       const host = new URL(service.baseUrl).host;
       for (const { command, expected } of curlExamples()) {
@@ -61,6 +77,21 @@ describe('README', () => {
         expect(withoutTimestamps(JSON.parse(stdout)), command).to.deep.equal(withoutTimestamps(documented));
       }
     });
+  });
+
+  it("shows each store's capabilities and limits as its driver publishes them", () => {
+    const section = README.slice(README.indexOf('## Data stores'));
+    const rows = [...section.matchAll(/^\| `(\w+)`[^|]*\|(.*)\|\s*$/gm)].map(([, name, cells]) => ({ name: name ?? '', cells: (cells ?? '').split('|').map((cell) => cell.trim()) }));
+    const header = /^\| \|(.*)\|\s*$/m.exec(section)?.[1]?.split('|').map((cell) => cell.trim().replaceAll('`', '')) ?? [];
+    expect(header).to.deep.equal(DRIVERS.map((driver) => driver.name));
+    for (const [column, driver] of DRIVERS.entries()) {
+      const published: Record<string, unknown> = { ...driver.capabilities, ...publishedLimits(driver.limits) };
+      for (const [name, value] of Object.entries(published)) {
+        const row = rows.find((candidate) => candidate.name === name);
+        const shown = row?.cells[column];
+        expect(shown, `${driver.name} ${name}`).to.equal(typeof value === 'boolean' ? (value ? 'yes' : 'no') : Number(value).toLocaleString('en-US'));
+      }
+    }
   });
 
   it('lists every error code with its status', () => {
