@@ -124,9 +124,11 @@ export const AUTH_ERRORS: readonly ErrorCode[] = ['UNAUTHENTICATED', 'PERMISSION
 
 /**
  * v1Routes serves V1_OPERATIONS. For each request: the caller is authenticated first (401) and
- * counted against the in-flight bounds (`authenticate` does both), then rate limited if configured (429), then authorized for the operation on the instance (403), then the instance is checked (404), then
- * the body's media type and size, then the input against the schema, and only then is the
- * service called. Nothing about a request is looked at for a caller who may not make it.
+ * counted against the in-flight bounds (`authenticate` does both), then rate limited if
+ * configured (429), then authorized for the operation on the instance (403), then the instance
+ * is checked (404), then the body's media type, size and rate, then the input against the
+ * schema, and only then is the service called. Nothing about a request is looked at for a
+ * caller who may not make it.
  */
 export function v1Routes(
   router: Router<AppState>,
