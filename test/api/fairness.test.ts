@@ -65,8 +65,8 @@ async function shedCount(app: TestApp, limit: string, headers: Record<string, st
 
 describe('fairness between callers (MAX_INFLIGHT 4)', () => {
   describe('anonymous callers (AUTH_MODE none), told apart by address', () => {
-    // MAX_INFLIGHT_PER_CALLER defaults to half of MAX_INFLIGHT: 2.
-    const app = useTestApp({ store: embeddedHarness, maxInflight: 4 });
+    // MAX_INFLIGHT_PER_CALLER's default: half of MAX_INFLIGHT.
+    const app = useTestApp({ store: embeddedHarness, maxInflight: 4, maxInflightPerCaller: 2 });
 
     it('serves every request of one caller while another holds four slow bodies', async function () {
       this.timeout(30_000);
@@ -119,6 +119,7 @@ describe('fairness between callers (MAX_INFLIGHT 4)', () => {
     const app = useTestApp({
       store: embeddedHarness,
       maxInflight: 4,
+      maxInflightPerCaller: 2,
       auth: () => {
         const apiKeysFile = join(files.path, 'keys.json');
         writeFileSync(apiKeysFile, keysFile([abuser, victim]));
@@ -153,6 +154,7 @@ describe('fairness between callers (MAX_INFLIGHT 4)', () => {
     const app = useTestApp({
       store: embeddedHarness,
       maxInflight: 4,
+      maxInflightPerCaller: 2,
       auth: () => {
         const grantsFile = join(files.path, 'grants.json');
         writeFileSync(grantsFile, JSON.stringify({ grants: [{ subject: SUBJECT, role: 'reader', instances: ['*'] }] }));

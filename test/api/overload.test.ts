@@ -16,9 +16,9 @@ describe('overload: a bound on requests in flight (MAX_INFLIGHT)', () => {
   let app: TestApp;
   before(async () => {
     hole = await blackHole();
-    // One caller may hold every slot here, to reach the bound on all callers (fairness.test.ts
-    // covers the bound per caller).
-    app = await startTestApp({ emulatorHost: hole.host, storeTimeoutMs: 1500, maxInflight: 4, maxInflightPerCaller: 4 });
+    // One caller holds every slot here (the test app's default), to reach the bound on all
+    // callers; fairness.test.ts covers the bound per caller.
+    app = await startTestApp({ emulatorHost: hole.host, storeTimeoutMs: 1500, maxInflight: 4 });
   });
   after(async () => {
     await hole.close();

@@ -28,6 +28,7 @@ export interface TestAppOptions {
   readonly maxBodyBytes?: number;
   readonly storeTimeoutMs?: number;
   readonly maxInflight?: number;
+  /** MAX_INFLIGHT_PER_CALLER; maxInflight when left out (not the service's default, half of it). */
   readonly maxInflightPerCaller?: number;
   readonly maxInflightUnauthenticated?: number;
   /** MIN_BODY_BYTES_PER_SECOND; the service's default (16 KiB/s) when left out. */
@@ -102,7 +103,8 @@ export async function startTestApp(options: TestAppOptions): Promise<TestApp> {
       maxBodyBytes: options.maxBodyBytes ?? 10 * 1024 * 1024,
       storeTimeoutMs: options.storeTimeoutMs ?? 5000,
       maxInflight: options.maxInflight ?? 256,
-      ...(options.maxInflightPerCaller === undefined ? {} : { maxInflightPerCaller: options.maxInflightPerCaller }),
+      // The tests are one client: unless a test sets a share per caller, it may take every slot.
+      maxInflightPerCaller: options.maxInflightPerCaller ?? options.maxInflight ?? 256,
       ...(options.maxInflightUnauthenticated === undefined ? {} : { maxInflightUnauthenticated: options.maxInflightUnauthenticated }),
       ...(options.minBodyBytesPerSecond === undefined ? {} : { minBodyBytesPerSecond: options.minBodyBytesPerSecond }),
       rateLimitPerSecond: options.rateLimitPerSecond,

@@ -27,7 +27,7 @@ export interface RegistrationOptions {
  * registerOperations serves each operation on the router. For each request: the caller is
  * authenticated first (401) and counted against the in-flight bounds (`authenticate` does both),
  * then rate limited if configured (429), then the operation's guards
- * run (403, 404), then the body's media type and size are checked, then the input is validated,
+ * run (403, 404), then the body's media type, size and rate are checked, then the input is validated,
  * and only then does the operation run. Nothing about a request is looked at for a caller who
  * may not make it.
  */
