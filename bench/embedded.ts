@@ -233,7 +233,7 @@ async function benchHttp(): Promise<void> {
         const check = await fetch(`${service.baseUrl}${readRequest('local', preloadedKey(7)).path}`);
         if (check.status !== 200) throw new Error(`${name}: readCellData answered ${check.status}`);
         for (const caseName of ['read', 'insert'] as const) {
-          const load = { baseUrl: service.baseUrl, instance: 'local', caseName, connections, newKey: newKeys(`${name}-${caseName}`) };
+          const load = { baseUrl: service.baseUrl, store: 'embedded', instance: 'local', caseName, connections, newKey: newKeys(`${name}-${caseName}`) };
           await runHttpLoad({ ...load, durationSeconds: 2 });
           const pid = service.process.pid ?? 0;
           const cpu = new CpuMeter({ service: pid, loadGenerator: process.pid });

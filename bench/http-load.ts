@@ -5,10 +5,12 @@
 import { performance } from 'node:perf_hooks';
 import autocannon from 'autocannon';
 import { LoadRecorder, type LoadResult } from './measure.ts';
-import { CELLS, type CaseName, FAMILY, TABLE, nextIsRead, randomExistingKey } from './workload.ts';
+import { CELLS, type CaseName, FAMILY, SCAN_PAGE_ROWS, TABLE, nextIsRead, randomExistingKey, randomScanStart } from './workload.ts';
 
 export interface HttpLoad {
   readonly baseUrl: string;
+  /** The store the service serves (its driver's name), for the v2 paths. */
+  readonly store: string;
   readonly instance: string;
   readonly caseName: CaseName;
   readonly connections: number;
@@ -35,6 +37,47 @@ export function insertRequest(instance: string, rowKey: string) {
   };
 }
 
+/** The v2 path of the benchmark's table on `store` and `instance`. */
+function v2Rows(store: string, instance: string): string {
+  return `/v2/stores/${store}/instances/${instance}/tables/${TABLE}/rows`;
+}
+
+/** The HTTP request for one v2 read of an existing row. */
+export function v2ReadRequest(store: string, instance: string, rowKey: string) {
+  return { method: 'GET' as const, path: `${v2Rows(store, instance)}/${encodeURIComponent(rowKey)}` };
+}
+
+/** The HTTP request for one v2 write of the benchmark's two cells to a row. */
+export function v2WriteRequest(store: string, instance: string, rowKey: string) {
+  const cells = CELLS.map((cell) => ({ family: FAMILY, column: cell.columnName, value: cell.columnValue }));
+  return {
+    method: 'PUT' as const,
+    path: `${v2Rows(store, instance)}/${encodeURIComponent(rowKey)}`,
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ cells }),
+  };
+}
+
+/** The HTTP request for one v2 scan page of SCAN_PAGE_ROWS rows from `start`. */
+export function v2ScanRequest(store: string, instance: string, start: string) {
+  return { method: 'GET' as const, path: `${v2Rows(store, instance)}?start=${encodeURIComponent(start)}&pageSize=${SCAN_PAGE_ROWS}` };
+}
+
+/** The next request of a load. */
+function nextRequest(load: HttpLoad) {
+  const read = nextIsRead(load.caseName);
+  switch (load.caseName) {
+    case 'v2read':
+      return v2ReadRequest(load.store, load.instance, randomExistingKey());
+    case 'v2write':
+      return v2WriteRequest(load.store, load.instance, load.newKey());
+    case 'v2scan':
+      return v2ScanRequest(load.store, load.instance, randomScanStart());
+    default:
+      return read ? readRequest(load.instance, randomExistingKey()) : insertRequest(load.instance, load.newKey());
+  }
+}
+
 export async function runHttpLoad(load: HttpLoad): Promise<LoadResult> {
   const recorder = new LoadRecorder();
   const started = performance.now();
@@ -49,10 +92,7 @@ export async function runHttpLoad(load: HttpLoad): Promise<LoadResult> {
     timeout: 10,
     requests: [
       {
-        setupRequest: (request) => ({
-          ...request,
-          ...(nextIsRead(load.caseName) ? readRequest(load.instance, randomExistingKey()) : insertRequest(load.instance, load.newKey())),
-        }),
+        setupRequest: (request) => ({ ...request, ...nextRequest(load) }),
       },
     ],
   }, (error: Error | null) => finish(error));

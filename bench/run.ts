@@ -3,7 +3,7 @@
  * the same run. See bench/README.md. Options:
  *   --duration S      measured seconds per load (default 10)
  *   --warmup S        unmeasured seconds before each load (default 2)
- *   --cases LIST      read,insert,mix (default all)
+ *   --cases LIST      read,insert,mix (v1), v2read,v2write,v2scan (default all)
  *   --connections L   concurrent connections / callers (default 1,32,128)
  *   --stores LIST     bigtable,embedded (default both)
  *   --out FILE        where to write the JSON results (default bench/results/latest.json)
@@ -17,11 +17,11 @@ import { parseArgs } from 'node:util';
 import { spawnEmulator } from '../test/support/emulator.ts';
 import { type ServiceProcess, cleanEnv, runService } from '../test/support/service-process.ts';
 import { dataClient, readRow, runCeiling, writeRow } from './ceiling.ts';
-import { insertRequest, readRequest, runHttpLoad } from './http-load.ts';
+import { insertRequest, readRequest, runHttpLoad, v2ReadRequest, v2ScanRequest, v2WriteRequest } from './http-load.ts';
 import type { LoadResult } from './measure.ts';
 import { type SelfTime, formatSelfTime, topSelfTime } from './profile-summary.ts';
 import { CpuMeter, RssSampler } from './proc-stats.ts';
-import { CASES, CASE_LABELS, CELLS, type CaseName, FAMILY, PRELOADED_ROWS, TABLE, newKeys, preloadedKey } from './workload.ts';
+import { CASES, CASE_LABELS, CELLS, type CaseName, FAMILY, PRELOADED_ROWS, SCAN_PAGE_ROWS, TABLE, V1_CASES, newKeys, preloadedKey } from './workload.ts';
 
 const ROOT = new URL('../', import.meta.url).pathname;
 const PROJECT = 'kvcrud-bench';
@@ -120,18 +120,24 @@ async function benchBigtable(emulatorHost: string): Promise<void> {
     await inBatches(PRELOADED_ROWS, 50, (index) => writeRow(client, tableName, preloadedKey(index)));
     const cells = await readRow(client, tableName, preloadedKey(0));
     if (cells !== CELLS.length) throw new Error(`the ceiling read ${cells} cells of a preloaded row, expected ${CELLS.length}`);
-    await checkService(service.baseUrl, BIGTABLE_INSTANCE);
+    await checkService(service.baseUrl, 'bigtable', BIGTABLE_INSTANCE);
 
     for (const caseName of cases) {
       for (const count of connections) {
         const loadAverage = round(loadavg()[0] ?? 0);
+        if (!V1_CASES.includes(caseName)) {
+          // v2 has no ceiling of its own: its reads and writes are the same store calls as v1's.
+          const measured = await measureService(service, 'bigtable', BIGTABLE_INSTANCE, caseName, count, emulatorPid);
+          record({ store: 'bigtable', case: caseName, operation: CASE_LABELS[caseName], connections: count, service: measured, loadAverage });
+          continue;
+        }
         const ceilingLoad = { client, tableName, caseName, connections: count };
         if (warmupSeconds > 0) await runCeiling({ ...ceilingLoad, durationMs: warmupSeconds * 1000, newKey: newKeys('warm') });
         const cpu = new CpuMeter({ client: process.pid, emulator: emulatorPid });
         cpu.start();
         const load = await runCeiling({ ...ceilingLoad, durationMs: durationSeconds * 1000, newKey: newKeys('ceiling') });
         const ceiling = { ...load, cpuMicrosPerRequest: cpu.perOperation(load.ok + load.errors) };
-        const measured = await measureService(service, BIGTABLE_INSTANCE, caseName, count, emulatorPid);
+        const measured = await measureService(service, 'bigtable', BIGTABLE_INSTANCE, caseName, count, emulatorPid);
         const ratio = {
           reqPerSec: round(measured.reqPerSec / ceiling.reqPerSec),
           p99: round(measured.latencyMs.p99 / ceiling.latencyMs.p99),
@@ -151,11 +157,11 @@ async function benchEmbedded(): Promise<void> {
   try {
     await createTable(service.baseUrl, EMBEDDED_INSTANCE);
     await inBatches(PRELOADED_ROWS, 50, (index) => send(service.baseUrl, insertRequest(EMBEDDED_INSTANCE, preloadedKey(index))));
-    await checkService(service.baseUrl, EMBEDDED_INSTANCE);
+    await checkService(service.baseUrl, 'embedded', EMBEDDED_INSTANCE);
     for (const caseName of cases) {
       for (const count of connections) {
         const loadAverage = round(loadavg()[0] ?? 0);
-        const measured = await measureService(service, EMBEDDED_INSTANCE, caseName, count);
+        const measured = await measureService(service, 'embedded', EMBEDDED_INSTANCE, caseName, count);
         record({ store: 'embedded', case: caseName, operation: CASE_LABELS[caseName], connections: count, service: measured, loadAverage });
       }
     }
@@ -187,17 +193,17 @@ function profileDir(store: string): string {
   return join(ROOT, 'bench/results/profiles', store);
 }
 
-async function measureService(service: ServiceProcess, instance: string, caseName: CaseName, count: number, emulatorPid?: number) {
+async function measureService(service: ServiceProcess, store: string, instance: string, caseName: CaseName, count: number, emulatorPid?: number) {
   const baseUrl = service.baseUrl;
   if (warmupSeconds > 0) {
-    await runHttpLoad({ baseUrl, instance, caseName, connections: count, durationSeconds: warmupSeconds, newKey: newKeys('warm') });
+    await runHttpLoad({ baseUrl, store, instance, caseName, connections: count, durationSeconds: warmupSeconds, newKey: newKeys('warm') });
   }
   const pid = service.process.pid ?? 0;
   const sampler = new RssSampler(pid);
   const cpu = new CpuMeter({ loadGenerator: process.pid, service: pid, ...(emulatorPid === undefined ? {} : { emulator: emulatorPid }) });
   sampler.start();
   cpu.start();
-  const result = await runHttpLoad({ baseUrl, instance, caseName, connections: count, durationSeconds, newKey: newKeys('http') });
+  const result = await runHttpLoad({ baseUrl, store, instance, caseName, connections: count, durationSeconds, newKey: newKeys('http') });
   return { ...result, cpuMicrosPerRequest: cpu.perOperation(result.ok + result.errors), peakRssMb: sampler.stop() };
 }
 
@@ -215,14 +221,19 @@ async function send(baseUrl: string, request: { method: string; path: string; he
   const response = await fetch(`${baseUrl}${request.path}`, request);
   const body = await response.text();
   if (!response.ok) throw new Error(`${request.method} ${request.path} answered ${response.status}: ${body}`);
-  return JSON.parse(body) as { data?: unknown[] };
+  return JSON.parse(body) as { data?: unknown[]; cells?: unknown[]; rows?: unknown[] };
 }
 
-/** Before measuring anything: the service reads a preloaded row whole, and writes a new one. */
-async function checkService(baseUrl: string, instance: string): Promise<void> {
+/** Before measuring anything: the service reads a preloaded row whole, and writes a new one, through v1 and v2; a scan page is full. */
+async function checkService(baseUrl: string, store: string, instance: string): Promise<void> {
   const row = await send(baseUrl, readRequest(instance, preloadedKey(0)));
   if (row.data?.length !== CELLS.length) throw new Error(`readCellData returned ${row.data?.length} cells, expected ${CELLS.length}`);
   await send(baseUrl, insertRequest(instance, newKeys('check')()));
+  const v2 = await send(baseUrl, v2ReadRequest(store, instance, preloadedKey(0)));
+  if (v2.cells?.length !== CELLS.length) throw new Error(`v2 rows.get returned ${v2.cells?.length} cells, expected ${CELLS.length}`);
+  await send(baseUrl, v2WriteRequest(store, instance, newKeys('check')()));
+  const page = await send(baseUrl, v2ScanRequest(store, instance, preloadedKey(0)));
+  if (page.rows?.length !== SCAN_PAGE_ROWS) throw new Error(`v2 rows.scan returned ${page.rows?.length} rows, expected ${SCAN_PAGE_ROWS}`);
 }
 
 async function inBatches(total: number, batch: number, task: (index: number) => Promise<unknown>): Promise<void> {

@@ -4,15 +4,24 @@
  */
 import { randomBytes } from 'node:crypto';
 
-export const CASES = ['read', 'insert', 'mix'] as const;
+export const CASES = ['read', 'insert', 'mix', 'v2read', 'v2write', 'v2scan'] as const;
 export type CaseName = (typeof CASES)[number];
 
-/** The v1 operation each case exercises, for the printed table. */
+/** The cases of v1, which the Bigtable client's ceiling also runs. */
+export const V1_CASES: readonly CaseName[] = ['read', 'insert', 'mix'];
+
+/** The operation each case exercises, for the printed table. */
 export const CASE_LABELS: Record<CaseName, string> = {
   read: 'readCellData',
   insert: 'insertData',
   mix: '90% read / 10% insert',
+  v2read: 'v2 rows.get (a row of 2 cells)',
+  v2write: 'v2 rows.write (a new row of 2 cells)',
+  v2scan: `v2 rows.scan (a page of ${100} rows)`,
 };
+
+/** Rows in one page of the v2 scan case. */
+export const SCAN_PAGE_ROWS = 100;
 
 export const TABLE = 'bench';
 export const FAMILY = 'cf';
@@ -49,7 +58,12 @@ export function newKeys(tag: string): () => string {
 
 /** Whether the next request of a case is a read. */
 export function nextIsRead(name: CaseName): boolean {
-  if (name === 'read') return true;
-  if (name === 'insert') return false;
+  if (name === 'read' || name === 'v2read' || name === 'v2scan') return true;
+  if (name === 'insert' || name === 'v2write') return false;
   return Math.random() < MIX_READ_SHARE;
+}
+
+/** The first key of a page of the scan case: a preloaded row with a full page after it. */
+export function randomScanStart(): string {
+  return preloadedKey(Math.floor(Math.random() * (PRELOADED_ROWS - SCAN_PAGE_ROWS)));
 }
