@@ -6,7 +6,7 @@
  *   store      throughput of v1-shaped reads and durable writes at the store's interface, in process
  *              (32 callers in a closed loop), and the event loop's delay under a mixed load with
  *              100,000-cell writes and large reads or scans
- *   versions   µs per read of the latest version, for a row with 1 and with 1,000 versions per column
+ *   versions   µs per read of the latest version, for rows with 1, 2, 1,000 and 10,000 versions per column
  *   http       readCellData and insertData through HTTP (autocannon, 32 connections), each build's
  *              service in turn (builds the baseline into a temporary directory)
  *   retention  a rewrite load on 10,000 rows, with and without maxVersions 1 (current build only):
@@ -184,7 +184,7 @@ async function benchVersions(): Promise<void> {
     for (const build of builds) {
       await withStore(build, async (store) => {
         await store.createTable(ref, [FAMILY], options());
-        for (const [key, versions] of [['one', 1], ['thousand', 1000]] as const) {
+        for (const [key, versions] of [['one', 1], ['two', 2], ['thousand', 1000], ['ten thousand', 10_000]] as const) {
           for (let version = 0; version < versions; version += 100) {
             const batch: CellWrite[] = [];
             for (let v = version; v < Math.min(versions, version + 100); v++) {
@@ -195,20 +195,26 @@ async function benchVersions(): Promise<void> {
             await store.writeRow(ref, Buffer.from(key), batch, options());
           }
         }
+        // Sequential reads: the latency of one read (wall clock), and the CPU time it costs the
+        // process (every thread), which a busy machine inflates less.
         const perRead = async (key: string) => {
-          // Sequential reads: the latency of one read, whatever the concurrency.
-          const reads = 2000;
-          for (let i = 0; i < 200; i++) await store.readRow(ref, Buffer.from(key), options());
+          for (let i = 0; i < 100; i++) await store.readRow(ref, Buffer.from(key), options());
+          const cpu = process.cpuUsage();
           const started = performance.now();
-          for (let i = 0; i < reads; i++) await store.readRow(ref, Buffer.from(key), options());
-          return Math.round(((performance.now() - started) * 1000) / reads);
+          // 2,000 reads, or as many as 3 seconds allow.
+          let reads = 0;
+          while (reads < 2000 && performance.now() - started < 3000) {
+            await store.readRow(ref, Buffer.from(key), options());
+            reads++;
+          }
+          const used = process.cpuUsage(cpu);
+          return `${Math.round(((performance.now() - started) * 1000) / reads)} µs (CPU ${Math.round((used.user + used.system) / reads)} µs)`;
         };
-        const one = await perRead('one');
-        const thousand = await perRead('thousand');
-        line(
-          `round ${round} ${build.name.padEnd(8)} read of the latest of ${columns} columns: 1 version ${one} µs, ` +
-            `1,000 versions ${thousand} µs (ratio ${(thousand / one).toFixed(2)})`,
-        );
+        const figures = [];
+        for (const [key, label] of [['one', '1'], ['two', '2'], ['thousand', '1,000'], ['ten thousand', '10,000']]) {
+          figures.push(`${label} ${await perRead(key as string)}`);
+        }
+        line(`round ${round} ${build.name.padEnd(8)} read of the latest of ${columns} columns, by versions per column: ${figures.join(', ')}`);
       });
     }
   }
@@ -259,19 +265,28 @@ async function benchHttp(): Promise<void> {
 /**
  * The soak's load at the store: 10,000 rows of two cells rewritten over and over by 16 callers
  * (with a read of a random row after each write), on a family that keeps every version and on one
- * with maxVersions 1. Prints, per interval, writes/s, reads/s, the read p99 and the size on disk.
+ * with maxVersions 1. Both stores are open at once and take turns, an interval each, so that both
+ * see the same machine. Prints, per interval, writes/s, the read p99, the CPU time of the process
+ * per write + read, versions per cell written so far and the size on disk.
  */
 async function benchRetention(): Promise<void> {
   const { EmbeddedStore } = await import('../src/store/embedded/embedded-store.ts');
   const rows = 10_000;
   const intervals = 6;
-  for (const policy of [{}, { maxVersions: 1 }]) {
-    const label = 'maxVersions' in policy ? 'maxVersions 1' : 'keep all';
-    const dataDir = mkdtempSync(join(tmpdir(), 'kvcrud-bench-retention-'));
-    const store = await EmbeddedStore.open({ dataDir });
-    try {
+  const setups = [
+    { label: 'keep all', policy: {} },
+    { label: 'maxVersions 1', policy: { maxVersions: 1 } },
+  ];
+  const stores = await Promise.all(
+    setups.map(async (setup) => {
+      const dataDir = mkdtempSync(join(tmpdir(), 'kvcrud-bench-retention-'));
+      return { ...setup, dataDir, store: await EmbeddedStore.open({ dataDir }), writes: 0 };
+    }),
+  );
+  let clock = 1_000_000n;
+  try {
+    for (const { store, policy } of stores) {
       await store.createTable(ref, [{ name: FAMILY, ...policy }], options());
-      let clock = 1_000_000n;
       for (let i = 0; i < rows; i += 500) {
         await store.mutateRows(
           ref,
@@ -279,9 +294,13 @@ async function benchRetention(): Promise<void> {
           options(),
         );
       }
-      for (let interval = 1; interval <= intervals; interval++) {
+    }
+    for (let interval = 1; interval <= intervals; interval++) {
+      for (const setup of stores) {
+        const { store } = setup;
         const reads = createHistogram();
         let writes = 0;
+        const cpu = process.cpuUsage();
         const until = performance.now() + durationMs;
         await Promise.all(
           Array.from({ length: 16 }, async () => {
@@ -295,13 +314,17 @@ async function benchRetention(): Promise<void> {
             }
           }),
         );
+        const used = process.cpuUsage(cpu);
+        setup.writes += writes;
         line(
-          `${label.padEnd(14)} after ${String(interval * (durationMs / 1000)).padStart(4)} s: ${fmt(writes / (durationMs / 1000))} writes/s, ` +
-            `${fmt(reads.count / (durationMs / 1000))} reads/s, read p99 ${(reads.percentile(99) / 1000).toFixed(2)} ms, ` +
-            `versions per cell ${(1 + writes / rows).toFixed(1)} written, disk ${diskMb(dataDir)} MB`,
+          `${setup.label.padEnd(14)} interval ${interval}: ${fmt(writes / (durationMs / 1000))} writes/s (each followed by a read), ` +
+            `read p99 ${(reads.percentile(99) / 1000).toFixed(2)} ms, CPU ${Math.round((used.user + used.system) / writes)} µs per write + read, ` +
+            `${(1 + setup.writes / rows).toFixed(1)} versions per cell written so far, disk ${diskMb(setup.dataDir)} MB`,
         );
       }
-    } finally {
+    }
+  } finally {
+    for (const { store, dataDir } of stores) {
       await store.close();
       rmSync(dataDir, { recursive: true, force: true });
     }

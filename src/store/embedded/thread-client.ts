@@ -173,6 +173,10 @@ export class ThreadClient {
     this.#worker.ref();
     try {
       await closed;
+    } catch (error) {
+      // Not closed in time (or not at all): end it, so that close() always ends.
+      await this.#worker?.terminate();
+      throw error;
     } finally {
       await this.#exited;
     }

@@ -52,8 +52,20 @@ export class Writer {
     StatementSync
   >;
 
+  readonly #control: Record<'begin' | 'commit' | 'savepoint' | 'release' | 'rollback' | 'savepointEntry' | 'releaseEntry' | 'rollbackEntry', StatementSync>;
+
   constructor(db: DatabaseSync) {
     this.#db = db;
+    this.#control = {
+      begin: db.prepare('BEGIN IMMEDIATE'),
+      commit: db.prepare('COMMIT'),
+      savepoint: db.prepare('SAVEPOINT request'),
+      release: db.prepare('RELEASE request'),
+      rollback: db.prepare('ROLLBACK TO request'),
+      savepointEntry: db.prepare('SAVEPOINT entry'),
+      releaseEntry: db.prepare('RELEASE entry'),
+      rollbackEntry: db.prepare('ROLLBACK TO entry'),
+    };
     const cell = 'table_id = ? AND row_key = ?';
     const column = `${cell} AND family = ? AND qualifier = ?`;
     this.#statements = {
@@ -83,24 +95,24 @@ export class Writer {
   runBatch(requests: readonly WriteRequest[]): WriteOutcome[] {
     const outcomes: WriteOutcome[] = [];
     try {
-      this.#db.exec('BEGIN IMMEDIATE');
+      this.#control.begin.run();
       for (const request of requests) {
         const skipped = request.skip();
         if (skipped !== undefined) {
           outcomes.push({ ok: false, error: skipped });
           continue;
         }
-        this.#db.exec('SAVEPOINT request');
+        this.#control.savepoint.run();
         try {
           outcomes.push({ ok: true, result: this.#run(request.kind, request.decoder) });
-          this.#db.exec('RELEASE request');
+          this.#control.release.run();
         } catch (error) {
-          this.#db.exec('ROLLBACK TO request');
-          this.#db.exec('RELEASE request');
-          outcomes.push({ ok: false, error: toStoreError(error, 'write') });
+          this.#control.rollback.run();
+          this.#control.release.run();
+          outcomes.push(error instanceof RolledBack ? { ok: true, result: error.result } : { ok: false, error: toStoreError(error, 'write') });
         }
       }
-      this.#db.exec('COMMIT');
+      this.#control.commit.run();
       return outcomes;
     } catch (error) {
       if (this.#db.isTransaction) this.#db.exec('ROLLBACK');
@@ -179,28 +191,28 @@ export class Writer {
         );
         continue;
       }
-      this.#db.exec('SAVEPOINT entry');
+      // A request of one entry (every mutateRow) has the request's savepoint: no second one.
+      if (entries === 1) {
+        try {
+          this.#applyRow(table, key, mutations);
+          errors.push(undefined);
+        } catch (error) {
+          throw new RolledBack(entryResults([toStoreError(error, 'write')]));
+        }
+        continue;
+      }
+      this.#control.savepointEntry.run();
       try {
         this.#applyRow(table, key, mutations);
-        this.#db.exec('RELEASE entry');
+        this.#control.releaseEntry.run();
         errors.push(undefined);
       } catch (error) {
-        this.#db.exec('ROLLBACK TO entry');
-        this.#db.exec('RELEASE entry');
+        this.#control.rollbackEntry.run();
+        this.#control.releaseEntry.run();
         errors.push(toStoreError(error, 'write'));
       }
     }
-    return (encoder) => {
-      encoder.u32(errors.length);
-      for (const error of errors) {
-        if (error === undefined) {
-          encoder.u8(1);
-        } else {
-          encoder.u8(0);
-          encodeError(encoder, error);
-        }
-      }
-    };
+    return entryResults(errors);
   }
 
   #applyRow(table: TableEntry, key: Uint8Array, mutations: readonly DecodedMutation[]): void {
@@ -275,6 +287,34 @@ export class Writer {
 
 function catalogKey(instance: string, table: string): string {
   return `${instance}/${table}`;
+}
+
+/**
+ * Thrown by a request that fails but has a result to report (a mutateRow's entry that failed):
+ * its savepoint is rolled back, and the result goes to the caller.
+ */
+class RolledBack extends Error {
+  readonly result: (encoder: Encoder) => void;
+
+  constructor(result: (encoder: Encoder) => void) {
+    super('rolled back');
+    this.result = result;
+  }
+}
+
+/** A mutate request's result: each entry's outcome, in order. */
+function entryResults(errors: ReadonlyArray<StoreError | undefined>): (encoder: Encoder) => void {
+  return (encoder) => {
+    encoder.u32(errors.length);
+    for (const error of errors) {
+      if (error === undefined) {
+        encoder.u8(1);
+      } else {
+        encoder.u8(0);
+        encodeError(encoder, error);
+      }
+    }
+  };
 }
 
 /** The first family, in mutation order, that the table does not have. */
