@@ -5,6 +5,8 @@ import { API_OPERATIONS, COMMON_ERRORS } from '../../src/http/api.ts';
 import { type OpenApiOptions, buildOpenApiDocument as buildDocument } from '../../src/http/openapi.ts';
 import { operationErrors } from '../../src/http/operations/operation.ts';
 import { V1_OPERATIONS } from '../../src/http/v1/operations.ts';
+import { V2_OPERATIONS } from '../../src/http/v2/operations.ts';
+import { validate } from '../../src/http/validate.ts';
 import { PROBLEM_TYPES } from '../../src/http/problems.ts';
 import { ERROR_CODES } from '../../src/service/errors.ts';
 import { OpenApiContract } from '../support/openapi-contract.ts';
@@ -50,6 +52,40 @@ describe('the OpenAPI document', () => {
         const schema = responses[status]?.content?.['application/problem+json']?.schema;
         expect(schema, `${operation.operationId} ${status}`).to.not.equal(undefined);
         expect(schema.allOf[1].properties.code.enum).to.include(code);
+      }
+    }
+  });
+
+  it("keeps v1's codes to v1: no v1 operation documents a code v2 added", () => {
+    for (const operation of V1_OPERATIONS) {
+      const responses = document['paths'][operation.path][operation.method]['responses'] as Json;
+      const codes = Object.values(responses).flatMap((response) => (response as Json)?.content?.['application/problem+json']?.schema?.allOf?.[1]?.properties?.code?.enum ?? []);
+      for (const code of ['STORE_NOT_FOUND', 'INVALID_PAGE_TOKEN', 'NOT_SUPPORTED_BY_STORE']) expect(codes, operation.operationId).to.not.include(code);
+    }
+  });
+
+  it('documents every v2 operation under the v2 tag, each body with an example that is valid', async () => {
+    for (const operation of V2_OPERATIONS) {
+      const entry = document['paths'][operation.path]?.[operation.method] as Json | undefined;
+      expect(entry?.['tags'], operation.operationId).to.deep.equal(['v2']);
+      if (operation.body !== undefined) {
+        const example: unknown = entry?.['requestBody']?.content?.['application/json']?.example;
+        expect(example, operation.operationId).to.not.equal(undefined);
+        await validate(operation.body, example);
+      }
+    }
+  });
+
+  it('gives each documented error a real example of its own code and status', () => {
+    for (const item of Object.values(document['paths'] as Json)) {
+      for (const operation of Object.values(item as Json)) {
+        for (const [status, response] of Object.entries((operation as Json)['responses'] as Json)) {
+          const problem = (response as Json)?.content?.['application/problem+json'];
+          if (problem === undefined) continue;
+          for (const code of problem.schema.allOf[1].properties.code.enum as string[]) {
+            expect(problem.examples[code].value, `${(operation as Json)['operationId']} ${code}`).to.include({ code, status: Number(status) });
+          }
+        }
       }
     }
   });
