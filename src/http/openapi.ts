@@ -80,7 +80,7 @@ export function buildOpenApiDocument(options: OpenApiOptions): JsonObject {
         'fail with 503 BACKEND_UNAVAILABLE; 503: none answered.',
       responses: {
         200: { description: 'Ready, or degraded.', content: { 'application/json': { schema: ref('schemas', 'Health') } } },
-        ...problemResponses(['BACKEND_UNAVAILABLE', 'SHUTTING_DOWN']),
+        ...problemResponses(['BACKEND_UNAVAILABLE', 'SHUTTING_DOWN'], '/readyz'),
       },
     },
   };
@@ -102,7 +102,7 @@ export function buildOpenApiDocument(options: OpenApiOptions): JsonObject {
         ...guarded(authenticated),
         responses: {
           200: { description: 'The metrics.', content: { 'text/plain': { schema: { type: 'string' } } } },
-          ...problemResponses(metricsErrors),
+          ...problemResponses(metricsErrors, '/metrics'),
         },
       },
     };
@@ -115,7 +115,7 @@ export function buildOpenApiDocument(options: OpenApiOptions): JsonObject {
       ...guarded(protectDocs),
       responses: {
         200: { description: 'OpenAPI 3.1.', content: { 'application/json': { schema: { type: 'object' } } } },
-        ...problemResponses([...docsErrors, ...SHED_ERRORS]),
+        ...problemResponses([...docsErrors, ...SHED_ERRORS], '/openapi.json'),
       },
     },
   };
@@ -127,7 +127,7 @@ export function buildOpenApiDocument(options: OpenApiOptions): JsonObject {
       ...guarded(protectDocs),
       responses: {
         200: { description: 'The explorer page (Swagger UI).', content: { 'text/html': { schema: { type: 'string' } } } },
-        ...problemResponses([...docsErrors, ...SHED_ERRORS]),
+        ...problemResponses([...docsErrors, ...SHED_ERRORS], '/docs'),
       },
     },
   };
@@ -140,7 +140,7 @@ export function buildOpenApiDocument(options: OpenApiOptions): JsonObject {
       parameters: [{ name: 'type', in: 'path', required: true, schema: { type: 'string' }, example: 'table-not-found' }],
       responses: {
         200: { description: 'The problem type.', content: { 'application/json': { schema: ref('schemas', 'ProblemType') } } },
-        ...problemResponses(['ROUTE_NOT_FOUND']),
+        ...problemResponses(['ROUTE_NOT_FOUND'], '/problems/table-missing'),
       },
     },
   };

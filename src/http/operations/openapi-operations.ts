@@ -113,7 +113,7 @@ function queryParameters(operation: Operation): JsonObject[] {
  * One response per status, whose schema admits exactly the codes the operation can answer with,
  * and an example of each of those codes as the operation would answer it.
  */
-export function problemResponses(codes: readonly ErrorCode[], path = '/v1/local/readCellData'): JsonObject {
+export function problemResponses(codes: readonly ErrorCode[], path: string): JsonObject {
   const byStatus = new Map<number, ErrorCode[]>();
   for (const code of codes) {
     const status = PROBLEM_TYPES[code].status;
@@ -156,7 +156,7 @@ const PROBLEM_EXAMPLES: Readonly<Record<ErrorCode, { readonly detail: string } &
   TABLE_NOT_FOUND: { detail: 'Table "orders" does not exist in the instance.' },
   COLUMN_FAMILY_NOT_FOUND: { detail: 'Column family "meta" does not exist in the table. Nothing was written.' },
   ROW_NOT_FOUND: { detail: 'Row "order#1001" does not exist in table "orders".' },
-  ROUTE_NOT_FOUND: { detail: 'No endpoint at /v1/local/readCells.' },
+  ROUTE_NOT_FOUND: { detail: 'No problem type at /problems/table-missing.' },
   METHOD_NOT_ALLOWED: { detail: 'PUT is not allowed on /v1/local/createTable; allowed: POST.' },
   TABLE_ALREADY_EXISTS: { detail: 'Table "orders" already exists in the instance.' },
   INVALID_PAGE_TOKEN: {
