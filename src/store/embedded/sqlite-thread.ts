@@ -53,26 +53,40 @@ if (role === 'writer') {
 } else {
   db.exec('PRAGMA query_only = 1');
   const reader = new Reader(db);
-  port.on('message', (buffer: ArrayBuffer) => {
-    const requests = requestsOf(buffer);
-    for (const [index, request] of requests.entries()) {
-      if (request.kind === Kind.close) {
-        close(requests.slice(index));
-        return;
+  port.on('message', (first: ArrayBuffer) => {
+    const requests = requestsOf(first);
+    for (let more = receiveMessageOnPort(port); more !== undefined; more = receiveMessageOnPort(port)) {
+      requests.push(...requestsOf(more.message as ArrayBuffer));
+    }
+    reader.begin();
+    try {
+      for (const [index, request] of requests.entries()) {
+        if (request.kind === Kind.close) {
+          reader.end();
+          close(requests.slice(index));
+          return;
+        }
+        const skipped = skipReason(request);
+        if (skipped !== undefined) {
+          answers.failed(request.id, skipped);
+          continue;
+        }
+        const mark = answers.mark();
+        try {
+          reader.run(request.id, request.kind, request.decoder, answers);
+        } catch (error) {
+          answers.rewind(mark);
+          answers.failed(request.id, toStoreError(error, 'read'));
+          // SQLite may have ended the transaction with its error: the rest get a fresh one.
+          if (!(error instanceof StoreError)) {
+            reader.end();
+            reader.begin();
+          }
+        }
+        if (answers.full) answers.flush();
       }
-      const skipped = skipReason(request);
-      if (skipped !== undefined) {
-        answers.failed(request.id, skipped);
-        continue;
-      }
-      const mark = answers.mark();
-      try {
-        reader.run(request.id, request.kind, request.decoder, answers);
-      } catch (error) {
-        answers.rewind(mark);
-        answers.failed(request.id, toStoreError(error, 'read'));
-      }
-      if (answers.full) answers.flush();
+    } finally {
+      reader.end();
     }
     answers.flush();
   });
