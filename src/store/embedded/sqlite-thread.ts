@@ -3,6 +3,7 @@
  * only writing connection, and readers each holding a read-only one. The main thread never runs
  * SQLite, so no query, however large, holds up its event loop.
  */
+import { performance } from 'node:perf_hooks';
 import { DatabaseSync } from 'node:sqlite';
 import { receiveMessageOnPort, workerData } from 'node:worker_threads';
 import { StoreError, callerGone } from '../errors.ts';
@@ -15,6 +16,8 @@ import { Writer } from './writer.ts';
 
 /** Past this, the WAL file is truncated after a checkpoint rather than kept at its largest size. */
 const WAL_SIZE_LIMIT_BYTES = 64 * 1024 * 1024;
+/** A reader posts the answers it has after this long into a batch, not only at its end. */
+const FLUSH_AFTER_MS = 2;
 /** How long a connection waits for a lock held by the store's other connections (WAL recovery, checkpoints). */
 const BUSY_TIMEOUT_MS = 5000;
 
@@ -59,6 +62,7 @@ if (role === 'writer') {
       requests.push(...requestsOf(more.message as ArrayBuffer));
     }
     reader.begin();
+    let lastFlush = performance.now();
     try {
       for (const [index, request] of requests.entries()) {
         if (request.kind === Kind.close) {
@@ -83,7 +87,12 @@ if (role === 'writer') {
             reader.begin();
           }
         }
-        if (answers.full) answers.flush();
+        // Answers ready go out when the message is full, or when the batch has taken a while, so
+        // that a short read is not held back by a long one after it.
+        if (answers.full || performance.now() - lastFlush > FLUSH_AFTER_MS) {
+          answers.flush();
+          lastFlush = performance.now();
+        }
       }
     } finally {
       reader.end();
