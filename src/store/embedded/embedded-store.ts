@@ -215,11 +215,6 @@ export class EmbeddedStore implements DataStore, legacy.DataStore {
     return this.#closed;
   }
 
-  /** Ends the SQLite threads abruptly, as a crash of them would; calls waiting on them fail, later ones start new threads. */
-  async crashThreads(): Promise<void> {
-    await Promise.all([this.#writer, ...this.#readers].map((thread) => thread.terminate()));
-  }
-
   // v1 methods, over the ones above.
 
   async writeRow(ref: TableRef, rowKey: Buffer, cells: readonly legacy.CellWrite[], options: CallOptions): Promise<void> {
