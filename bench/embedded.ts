@@ -16,7 +16,7 @@
  * baseline and current N times), --connections N (32).
  */
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, rmSync, statSync, symlinkSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readdirSync, rmSync, statSync, symlinkSync } from 'node:fs';
 import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { createHistogram, performance } from 'node:perf_hooks';
@@ -244,14 +244,17 @@ async function benchHttp(): Promise<void> {
           const pid = service.process.pid ?? 0;
           const cpu = new CpuMeter({ service: pid, loadGenerator: process.pid });
           const rss = new RssSampler(pid);
+          const mainThreadBefore = mainThreadCpuMs(pid);
           cpu.start();
           rss.start();
           const result = await runHttpLoad({ ...load, durationSeconds: durationMs / 1000 });
-          const perRequest = cpu.perOperation(result.ok + result.errors);
+          const requests = result.ok + result.errors;
+          const perRequest = cpu.perOperation(requests);
+          const mainThread = Math.round(((mainThreadCpuMs(pid) - mainThreadBefore) * 1000) / requests);
           line(
             `round ${round} ${name.padEnd(8)} ${caseName === 'read' ? 'readCellData' : 'insertData  '} ${fmt(result.reqPerSec)} req/s, ` +
               `p50 ${result.latencyMs.p50} ms, p99 ${result.latencyMs.p99} ms, errors ${result.errors}, ` +
-              `service CPU ${perRequest['service']} µs/req, peak RSS ${rss.stop()} MB`,
+              `service CPU ${perRequest['service']} µs/req (main thread ${mainThread}), peak RSS ${rss.stop()} MB`,
           );
         }
       } finally {
@@ -407,6 +410,16 @@ function extract(ref: string): string {
 function build(tree: string): string {
   execFileSync(join(ROOT, 'node_modules/.bin/tsc'), ['-p', 'tsconfig.build.json'], { cwd: tree, stdio: 'inherit' });
   return join(tree, 'dist');
+}
+
+/**
+ * The CPU time of a process's main thread (the one running the event loop), in ms: it bounds the
+ * requests per second one process can serve, whatever its other threads do.
+ */
+function mainThreadCpuMs(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/task/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
 }
 
 function revision(ref: string): string {

@@ -209,11 +209,6 @@ export class EmbeddedStore implements DataStore {
     return this.#closed;
   }
 
-  /** Ends the SQLite threads abruptly, as a crash of them would; calls waiting on them fail, later ones start new threads. */
-  async crashThreads(): Promise<void> {
-    await Promise.all([this.#writer, ...this.#readers].map((thread) => thread.terminate()));
-  }
-
   /** readRows, making each cell with `make` as it is decoded. */
   #readRows<C>(ref: TableRef, keys: readonly Buffer[], selection: ReadSelection, options: CallOptions, make: CellMaker<C>) {
     const rows = new Array<RowOf<C> | null>(keys.length).fill(null);

@@ -30,8 +30,9 @@ interface TableInfo {
 }
 
 /**
- * Reader answers the read requests of one read-only connection, each in its own read transaction
- * (a snapshot of the database as of its first statement), so a row is never seen half written.
+ * Reader answers the read requests of one read-only connection. The requests of a batch (what
+ * reached the thread together) share one read transaction, a snapshot of the database as of its
+ * first statement, so a row is never seen half written.
  *
  * Reads seek rather than walk: cells are stored in (row, family, column, timestamp descending)
  * order, so the newest versions of a column come first; once a column has given what the read
@@ -49,7 +50,14 @@ export class Reader {
   readonly #lastKey: StatementSync;
   readonly #keyBefore: StatementSync;
 
+  readonly #db: DatabaseSync;
+  /** Tables looked up in this batch's snapshot. */
+  readonly #tablesSeen = new Map<string, TableInfo>();
+  /** The time of this batch, for maxAgeSeconds. */
+  #now = 0n;
+
   constructor(db: DatabaseSync) {
+    this.#db = db;
     const prepare = (sql: string) => {
       const statement = db.prepare(sql);
       statement.setReadBigInts(true);
@@ -78,14 +86,24 @@ export class Reader {
     this.#keyBefore = prepare('SELECT row_key FROM cells WHERE table_id = ? AND row_key < ? ORDER BY row_key DESC LIMIT 1');
   }
 
-  /** Runs one request and writes its answer; throws a StoreError (or SQLite's) when it fails. */
-  run(id: number, kind: number, decoder: Decoder, answers: Answers): void {
+  /**
+   * Starts the read transaction that the requests of one batch share: one snapshot, taken after
+   * every request of the batch was made, so each sees every write acknowledged before it was made.
+   */
+  begin(): void {
+    this.#tablesSeen.clear();
+    this.#now = nowMicros();
     this.#begin.run();
-    try {
-      this.#dispatch(id, kind, decoder, answers);
-    } finally {
-      this.#commit.run();
-    }
+  }
+
+  /** Ends the batch's read transaction. */
+  end(): void {
+    if (this.#db.isOpen && this.#db.isTransaction) this.#commit.run();
+  }
+
+  /** Runs one request of the batch and writes its answer; throws a StoreError (or SQLite's) when it fails. */
+  run(id: number, kind: number, decoder: Decoder, answers: Answers): void {
+    this.#dispatch(id, kind, decoder, answers);
   }
 
   #dispatch(id: number, kind: number, decoder: Decoder, answers: Answers): void {
@@ -133,7 +151,7 @@ export class Reader {
     const selection = decodeSelection(decoder);
     const count = decoder.u32();
     const info = this.#lookUp(instance, table);
-    const plan = readPlan(selection, info.families, nowMicros());
+    const plan = readPlan(selection, info.families, this.#now);
     const out = new RowAnswer(answers, id);
     for (let index = 0; index < count; index++) {
       const key = decoder.bytes();
@@ -218,7 +236,7 @@ export class Reader {
     const info = this.#lookUp(instance, table);
     // The table was deleted (and maybe created again) since the scan's first chunk.
     if (expectedId !== 0 && info.id !== expectedId) throw tableNotFound(instance, table);
-    const plan = readPlan(selection, info.families, nowMicros());
+    const plan = readPlan(selection, info.families, this.#now);
     const out = new RowAnswer(answers, id);
     const range = { start, end, after, limit };
     const last = (flags & ScanFlag.reverse) !== 0 ? this.#scanBackward(info.id, range, plan, out) : this.#scanForward(info.id, range, plan, out);
@@ -324,6 +342,15 @@ export class Reader {
   }
 
   #lookUp(instance: string, table: string): TableInfo {
+    const key = `${instance}/${table}`;
+    const seen = this.#tablesSeen.get(key);
+    if (seen !== undefined) return seen;
+    const info = this.#lookUpNow(instance, table);
+    this.#tablesSeen.set(key, info);
+    return info;
+  }
+
+  #lookUpNow(instance: string, table: string): TableInfo {
     const rows = this.#table.all(instance, table) as unknown as Array<[bigint, string, bigint | null, bigint | null]>;
     const first = rows[0];
     if (first === undefined) throw tableNotFound(instance, table);

@@ -3,6 +3,7 @@
  * only writing connection, and readers each holding a read-only one. The main thread never runs
  * SQLite, so no query, however large, holds up its event loop.
  */
+import { performance } from 'node:perf_hooks';
 import { DatabaseSync } from 'node:sqlite';
 import { receiveMessageOnPort, workerData } from 'node:worker_threads';
 import { StoreError, callerGone } from '../errors.ts';
@@ -15,6 +16,8 @@ import { Writer } from './writer.ts';
 
 /** Past this, the WAL file is truncated after a checkpoint rather than kept at its largest size. */
 const WAL_SIZE_LIMIT_BYTES = 64 * 1024 * 1024;
+/** A reader posts the answers it has after this long into a batch, not only at its end. */
+const FLUSH_AFTER_MS = 2;
 /** How long a connection waits for a lock held by the store's other connections (WAL recovery, checkpoints). */
 const BUSY_TIMEOUT_MS = 5000;
 
@@ -53,26 +56,46 @@ if (role === 'writer') {
 } else {
   db.exec('PRAGMA query_only = 1');
   const reader = new Reader(db);
-  port.on('message', (buffer: ArrayBuffer) => {
-    const requests = requestsOf(buffer);
-    for (const [index, request] of requests.entries()) {
-      if (request.kind === Kind.close) {
-        close(requests.slice(index));
-        return;
+  port.on('message', (first: ArrayBuffer) => {
+    const requests = requestsOf(first);
+    for (let more = receiveMessageOnPort(port); more !== undefined; more = receiveMessageOnPort(port)) {
+      requests.push(...requestsOf(more.message as ArrayBuffer));
+    }
+    reader.begin();
+    let lastFlush = performance.now();
+    try {
+      for (const [index, request] of requests.entries()) {
+        if (request.kind === Kind.close) {
+          reader.end();
+          close(requests.slice(index));
+          return;
+        }
+        const skipped = skipReason(request);
+        if (skipped !== undefined) {
+          answers.failed(request.id, skipped);
+          continue;
+        }
+        const mark = answers.mark();
+        try {
+          reader.run(request.id, request.kind, request.decoder, answers);
+        } catch (error) {
+          answers.rewind(mark);
+          answers.failed(request.id, toStoreError(error, 'read'));
+          // SQLite may have ended the transaction with its error: the rest get a fresh one.
+          if (!(error instanceof StoreError)) {
+            reader.end();
+            reader.begin();
+          }
+        }
+        // Answers ready go out when the message is full, or when the batch has taken a while, so
+        // that a short read is not held back by a long one after it.
+        if (answers.full || performance.now() - lastFlush > FLUSH_AFTER_MS) {
+          answers.flush();
+          lastFlush = performance.now();
+        }
       }
-      const skipped = skipReason(request);
-      if (skipped !== undefined) {
-        answers.failed(request.id, skipped);
-        continue;
-      }
-      const mark = answers.mark();
-      try {
-        reader.run(request.id, request.kind, request.decoder, answers);
-      } catch (error) {
-        answers.rewind(mark);
-        answers.failed(request.id, toStoreError(error, 'read'));
-      }
-      if (answers.full) answers.flush();
+    } finally {
+      reader.end();
     }
     answers.flush();
   });

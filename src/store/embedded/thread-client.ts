@@ -182,12 +182,6 @@ export class ThreadClient {
     }
   }
 
-  /** Ends the thread at once, as a crash would; calls waiting on it fail. */
-  async terminate(): Promise<void> {
-    await this.#worker?.terminate();
-    await this.#exited;
-  }
-
   #start(): void {
     const { port1, port2 } = new MessageChannel();
     const data: ThreadData = { role: this.#role, databaseFile: this.#databaseFile, cancelled: this.#cancelled.buffer as SharedArrayBuffer, port: port2 };
