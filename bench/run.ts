@@ -5,7 +5,7 @@
  *   --warmup S        unmeasured seconds before each load (default 2)
  *   --cases LIST      read,insert,mix (v1), v2read,v2write,v2scan (default all)
  *   --connections L   concurrent connections / callers (default 1,32,128)
- *   --stores LIST     bigtable,embedded (default both)
+ *   --stores LIST     bigtable,embedded,redis (default all)
  *   --out FILE        where to write the JSON results (default bench/results/latest.json)
  *   --profile         run the service with --cpu-prof and print its top functions by self time
  *   --node-flags=F    extra Node flags for the service, e.g. --node-flags="--max-semi-space-size=4"
@@ -16,17 +16,20 @@ import { dirname, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { spawnEmulator } from '../test/support/emulator.ts';
 import { type ServiceProcess, cleanEnv, runService } from '../test/support/service-process.ts';
+import { spawnRedis } from '../test/support/redis-server.ts';
 import { dataClient, readRow, runCeiling, writeRow } from './ceiling.ts';
 import { insertRequest, readRequest, runHttpLoad, v2ReadRequest, v2ScanRequest, v2WriteRequest } from './http-load.ts';
 import type { LoadResult } from './measure.ts';
 import { type SelfTime, formatSelfTime, topSelfTime } from './profile-summary.ts';
 import { CpuMeter, RssSampler } from './proc-stats.ts';
+import { type RedisTableKeys, readRedisRow, redisClient, runRedisCeiling } from './redis-ceiling.ts';
 import { CASES, CASE_LABELS, CELLS, type CaseName, FAMILY, PRELOADED_ROWS, SCAN_PAGE_ROWS, TABLE, V1_CASES, newKeys, preloadedKey } from './workload.ts';
 
 const ROOT = new URL('../', import.meta.url).pathname;
 const PROJECT = 'kvcrud-bench';
 const BIGTABLE_INSTANCE = 'bench-instance';
 const EMBEDDED_INSTANCE = 'local';
+const REDIS_INSTANCE = 'bench';
 /** The printed table's columns. */
 const COLUMNS = '%-9s %-7s %5s | %8s %7s %7s %7s %5s | %8s %7s %7s %7s %5s %6s | %6s %6s';
 
@@ -36,7 +39,7 @@ const { values: args } = parseArgs({
     warmup: { type: 'string', default: '2' },
     cases: { type: 'string', default: CASES.join(',') },
     connections: { type: 'string', default: '1,32,128' },
-    stores: { type: 'string', default: 'bigtable,embedded' },
+    stores: { type: 'string', default: 'bigtable,embedded,redis' },
     out: { type: 'string', default: 'bench/results/latest.json' },
     profile: { type: 'boolean', default: false },
     'node-flags': { type: 'string', default: '' },
@@ -46,17 +49,17 @@ const durationSeconds = positive(args.duration, 'duration');
 const warmupSeconds = Number(args.warmup);
 const cases = list(args.cases, CASES, 'cases');
 const connections = args.connections.split(',').map((text) => positive(text, 'connections'));
-const stores = list(args.stores, ['bigtable', 'embedded'] as const, 'stores');
+const stores = list(args.stores, ['bigtable', 'embedded', 'redis'] as const, 'stores');
 
 /** A load's figures and the CPU time each process involved spent per request (µs). */
 type Measured = LoadResult & { readonly cpuMicrosPerRequest: Record<string, number> };
 
 interface CaseResult {
-  readonly store: 'bigtable' | 'embedded';
+  readonly store: 'bigtable' | 'embedded' | 'redis';
   readonly case: CaseName;
   readonly operation: string;
   readonly connections: number;
-  /** The low-level client in-process (Bigtable only). */
+  /** The low-level client in-process (Bigtable's gRPC client; node-redis for Redis). */
   readonly ceiling?: Measured;
   readonly service: Measured & { readonly peakRssMb: number };
   /** service / ceiling: throughput, and p99 latency (lower is better). */
@@ -89,6 +92,7 @@ const emulatorPid = emulator.process.pid ?? 0;
 try {
   if (stores.includes('bigtable')) await benchBigtable(emulator.host);
   if (stores.includes('embedded')) await benchEmbedded();
+  if (stores.includes('redis')) await benchRedis();
 } finally {
   emulator.process.kill('SIGTERM');
 }
@@ -171,6 +175,51 @@ async function benchEmbedded(): Promise<void> {
   }
 }
 
+/** The Redis store (a STORES_FILE naming one redis-server of the benchmark's own), and node-redis in-process as its ceiling. */
+async function benchRedis(): Promise<void> {
+  const redis = await spawnRedis();
+  const redisPid = redis.process.pid ?? 0;
+  const directory = mkdtempSync(join(tmpdir(), 'kvcrud-bench-redis-'));
+  const storesFile = join(directory, 'stores.yaml');
+  writeFileSync(storesFile, `stores:\n  redis: { driver: redis, url: "${redis.url}", instances: [${REDIS_INSTANCE}] }\n`);
+  const service = await startService('redis', { STORES_FILE: storesFile });
+  const client = redisClient(redis.url);
+  await client.connect();
+  try {
+    await createTable(service.baseUrl, REDIS_INSTANCE);
+    await inBatches(PRELOADED_ROWS, 50, (index) => send(service.baseUrl, insertRequest(REDIS_INSTANCE, preloadedKey(index))));
+    const { generation } = JSON.parse((await client.hGet(`kvcrud:{${REDIS_INSTANCE}}:tables`, TABLE))?.toString() ?? '{}') as { generation: string };
+    const table: RedisTableKeys = { tag: `kvcrud:{${REDIS_INSTANCE}/${TABLE}/${generation}}` };
+    const cells = await readRedisRow(client, table, preloadedKey(0));
+    if (cells !== CELLS.length) throw new Error(`the ceiling read ${cells} cells of a preloaded row, expected ${CELLS.length}`);
+    await checkService(service.baseUrl, 'redis', REDIS_INSTANCE);
+    for (const caseName of cases) {
+      for (const count of connections) {
+        const loadAverage = round(loadavg()[0] ?? 0);
+        if (!V1_CASES.includes(caseName)) {
+          const measured = await measureService(service, 'redis', REDIS_INSTANCE, caseName, count, redisPid, 'redis');
+          record({ store: 'redis', case: caseName, operation: CASE_LABELS[caseName], connections: count, service: measured, loadAverage });
+          continue;
+        }
+        const ceilingLoad = { client, table, caseName, connections: count };
+        if (warmupSeconds > 0) await runRedisCeiling({ ...ceilingLoad, durationMs: warmupSeconds * 1000, newKey: newKeys('warm') });
+        const cpu = new CpuMeter({ client: process.pid, redis: redisPid });
+        cpu.start();
+        const load = await runRedisCeiling({ ...ceilingLoad, durationMs: durationSeconds * 1000, newKey: newKeys('ceiling') });
+        const ceiling = { ...load, cpuMicrosPerRequest: cpu.perOperation(load.ok + load.errors) };
+        const measured = await measureService(service, 'redis', REDIS_INSTANCE, caseName, count, redisPid, 'redis');
+        const ratio = { reqPerSec: round(measured.reqPerSec / ceiling.reqPerSec), p99: round(measured.latencyMs.p99 / ceiling.latencyMs.p99) };
+        record({ store: 'redis', case: caseName, operation: CASE_LABELS[caseName], connections: count, ceiling, service: measured, ratio, loadAverage });
+      }
+    }
+  } finally {
+    await client.close();
+    await stopService(service, 'redis');
+    await redis.stop();
+    rmSync(directory, { recursive: true, force: true });
+  }
+}
+
 /** Starts `node dist/index.js` (the production build) on a free port. */
 function startService(store: string, vars: Record<string, string>): Promise<ServiceProcess> {
   const flags = args['node-flags'].split(' ').filter((flag) => flag !== '');
@@ -193,14 +242,14 @@ function profileDir(store: string): string {
   return join(ROOT, 'bench/results/profiles', store);
 }
 
-async function measureService(service: ServiceProcess, store: string, instance: string, caseName: CaseName, count: number, emulatorPid?: number) {
+async function measureService(service: ServiceProcess, store: string, instance: string, caseName: CaseName, count: number, backendPid?: number, backend = 'emulator') {
   const baseUrl = service.baseUrl;
   if (warmupSeconds > 0) {
     await runHttpLoad({ baseUrl, store, instance, caseName, connections: count, durationSeconds: warmupSeconds, newKey: newKeys('warm') });
   }
   const pid = service.process.pid ?? 0;
   const sampler = new RssSampler(pid);
-  const cpu = new CpuMeter({ loadGenerator: process.pid, service: pid, ...(emulatorPid === undefined ? {} : { emulator: emulatorPid }) });
+  const cpu = new CpuMeter({ loadGenerator: process.pid, service: pid, ...(backendPid === undefined ? {} : { [backend]: backendPid }) });
   sampler.start();
   cpu.start();
   const result = await runHttpLoad({ baseUrl, store, instance, caseName, connections: count, durationSeconds, newKey: newKeys('http') });
@@ -302,9 +351,10 @@ function printTargets(): void {
     check(`bigtable ${CASE_LABELS[caseName]} peak RSS ≤ 250 MB at 32`, result?.service.peakRssMb, (v) => v <= 250, ' MB');
   }
   check('embedded readCellData ≥ 5,000 req/s at 32', at32('embedded', 'read')?.service.reqPerSec, (v) => v >= 5000);
+  check(`redis ${CASE_LABELS.read} ≥ 0.7 × node-redis in-process at 32`, at32('redis', 'read')?.ratio?.reqPerSec, (v) => v >= 0.7);
   check('embedded insertData ≥ 2,000 durable writes/s at 32', at32('embedded', 'insert')?.service.reqPerSec, (v) => v >= 2000);
   const peak = Math.max(0, ...results.map((r) => r.service.peakRssMb));
-  if (lines.length > 0) process.stdout.write(`\ntargets (issue 7), this run:\n${lines.join('\n')}\n  peak service RSS over all loads: ${peak} MB\n`);
+  if (lines.length > 0) process.stdout.write(`\ntargets, this run:\n${lines.join('\n')}\n  peak service RSS over all loads: ${peak} MB\n`);
 }
 
 function format(template: string, ...values: string[]): string {

@@ -1,8 +1,10 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { expect } from 'chai';
 import { parse, parseAllDocuments } from 'yaml';
 import { loadConfig } from '../../src/config.ts';
-import { apiServerProblems, container, environment, helmBinary, type Manifest, only, render } from '../support/helm.ts';
+import { apiServerProblems, container, environment, helmBinary, localEnvironment, type Manifest, only, render } from '../support/helm.ts';
 
 const ROOT = new URL('../../', import.meta.url).pathname;
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- a parsed YAML document, walked by the tests
@@ -57,10 +59,21 @@ async function renderRelease(helm: string, release: HelmRelease): Promise<Manife
   return render(helm, { release: release.name, valuesFiles: (release.valuesFiles ?? []).map((file) => `${ROOT}${file}`), set });
 }
 
-const EMULATOR_MANIFESTS = (DEV['manifests']?.rawYaml ?? []) as string[];
+const BACKEND_MANIFESTS = (DEV['manifests']?.rawYaml ?? []) as string[];
 
-function emulatorManifests(): Manifest[] {
-  return EMULATOR_MANIFESTS.flatMap((file) => parseAllDocuments(readFileSync(`${ROOT}${file}`, 'utf8')).map((document) => document.toJS() as Manifest));
+/** The manifests of one backend the dev profile runs beside the chart (its Deployment and Service). */
+function backendManifests(file: string): Manifest[] {
+  return parseAllDocuments(readFileSync(`${ROOT}${file}`, 'utf8')).map((document) => document.toJS() as Manifest);
+}
+
+function allBackendManifests(): Manifest[] {
+  return BACKEND_MANIFESTS.flatMap(backendManifests);
+}
+
+/** host:port of a backend's Service. */
+function serviceAddress(manifests: readonly Manifest[]): string {
+  const service = only(manifests, 'Service');
+  return `${service['metadata'].name}:${service['spec'].ports[0].port}`;
 }
 
 describe('skaffold.yaml', function () {
@@ -113,39 +126,63 @@ describe('skaffold.yaml', function () {
   });
 
   describe('the dev profile', () => {
-    it('also deploys the Cloud Bigtable emulator, from the official image, with kubectl', () => {
+    it('also deploys the Cloud Bigtable emulator and Redis, with kubectl', () => {
       expect(DEV['deploy'].kubectl).to.deep.equal({});
-      expect(EMULATOR_MANIFESTS).to.deep.equal(['deploy/dev/bigtable-emulator.yaml']);
-      const manifests = emulatorManifests();
-      expect(manifests.map((manifest) => manifest['kind'])).to.deep.equal(['Deployment', 'Service']);
-      const deployment = only(manifests, 'Deployment');
-      const emulator = deployment['spec'].template.spec.containers[0] as Manifest;
-      expect(emulator['image']).to.match(/^gcr\.io\/google\.com\/cloudsdktool\/google-cloud-cli:\d+\.\d+\.\d+-emulators$/);
-      // It listens on the port the pod declares, on every interface.
-      const [port] = emulator['ports'] as Manifest[];
-      expect(emulator['command'].join(' ')).to.contain(`--host-port=0.0.0.0:${port?.['containerPort']}`);
-      const service = only(manifests, 'Service');
-      // The Service selects the emulator's pods, on the port the emulator listens on.
-      expect(deployment['spec'].template.metadata.labels).to.deep.include(service['spec'].selector);
-      expect(deployment['spec'].selector.matchLabels).to.deep.equal(service['spec'].selector);
-      expect(service['spec'].ports[0].targetPort).to.equal(port?.['name']);
-      expect(emulator['securityContext']).to.deep.include({ allowPrivilegeEscalation: false, readOnlyRootFilesystem: true });
+      expect(BACKEND_MANIFESTS).to.deep.equal(['deploy/dev/bigtable-emulator.yaml', 'deploy/dev/redis.yaml']);
+      for (const file of BACKEND_MANIFESTS) {
+        const manifests = backendManifests(file);
+        expect(manifests.map((manifest) => manifest['kind']), file).to.deep.equal(['Deployment', 'Service']);
+        const deployment = only(manifests, 'Deployment');
+        const service = only(manifests, 'Service');
+        const [port] = deployment['spec'].template.spec.containers[0]['ports'] as Manifest[];
+        // The Service selects the backend's pods, on the port the backend listens on.
+        expect(deployment['spec'].template.metadata.labels, file).to.deep.include(service['spec'].selector);
+        expect(deployment['spec'].selector.matchLabels, file).to.deep.equal(service['spec'].selector);
+        expect(service['spec'].ports[0].targetPort, file).to.equal(port?.['name']);
+        expect(deployment['spec'].template.spec.containers[0]['securityContext'], file).to.deep.include({
+          allowPrivilegeEscalation: false,
+          readOnlyRootFilesystem: true,
+        });
+        expect(deployment['spec'].template.spec.securityContext, file).to.include({ runAsNonRoot: true });
+      }
     });
 
-    it('points the service at that emulator, in a configuration the service accepts', async function () {
+    it('runs the emulator from the official image, listening on the port its pod declares', () => {
+      const emulator = only(backendManifests('deploy/dev/bigtable-emulator.yaml'), 'Deployment')['spec'].template.spec.containers[0] as Manifest;
+      expect(emulator['image']).to.match(/^gcr\.io\/google\.com\/cloudsdktool\/google-cloud-cli:\d+\.\d+\.\d+-emulators$/);
+      const [port] = emulator['ports'] as Manifest[];
+      expect(emulator['command'].join(' ')).to.contain(`--host-port=0.0.0.0:${port?.['containerPort']}`);
+    });
+
+    it('runs Redis from the official image at a version Memorystore serves (7.0), in memory only, on the port its pod declares', () => {
+      const redis = only(backendManifests('deploy/dev/redis.yaml'), 'Deployment')['spec'].template.spec.containers[0] as Manifest;
+      expect(redis['image']).to.match(/^redis:7\.0\.\d+-alpine$/);
+      const args = (redis['args'] as string[]).join(' ');
+      const [port] = redis['ports'] as Manifest[];
+      expect(args).to.contain(`--port ${port?.['containerPort']}`);
+      expect(args).to.contain('--save  --appendonly no');
+      // kvcrud sets no TTL: a Redis that evicts would lose rows.
+      expect(args).to.contain('--maxmemory-policy noeviction');
+    });
+
+    it('points the service at both, in a configuration the service accepts: Bigtable serves v1, Redis is a second store', async function () {
       const helm = await helmBinary(this);
       const manifests = await renderRelease(helm, releases[1]?.[1] as HelmRelease);
-      expect(apiServerProblems([...manifests, ...emulatorManifests()])).to.deep.equal([]);
-      const emulatorService = only(emulatorManifests(), 'Service');
-      const env = environment(manifests);
-      expect(env['BIGTABLE_EMULATOR_HOST']).to.equal(`${emulatorService['metadata'].name}:${emulatorService['spec'].ports[0].port}`);
+      expect(apiServerProblems([...manifests, ...allBackendManifests()])).to.deep.equal([]);
       expect(container(manifests)['image']).to.equal(`${BUILT.repository}:${BUILT.tag}@${BUILT.digest}`);
-      const config = loadConfig(env);
-      expect(config.stores.default.driver).to.equal('bigtable');
-      expect(config.stores.default.settings).to.include({ emulatorHost: env['BIGTABLE_EMULATOR_HOST'] });
-      expect(config.instanceIds.length).to.be.at.least(1);
-      // The throwaway dev cluster answers plain curl: no authentication.
-      expect(config.auth.modes).to.deep.equal([]);
+      const directory = mkdtempSync(join(tmpdir(), 'kvcrud-skaffold-'));
+      try {
+        const config = loadConfig(localEnvironment(manifests, directory, `${ROOT}package.json`));
+        expect(config.stores.default).to.deep.include({ name: 'main', driver: 'bigtable' });
+        expect(config.stores.default.settings).to.include({ emulatorHost: serviceAddress(backendManifests('deploy/dev/bigtable-emulator.yaml')) });
+        const cache = config.stores.all.find((store) => store.driver === 'redis');
+        expect(cache?.settings).to.include({ url: `redis://${serviceAddress(backendManifests('deploy/dev/redis.yaml'))}` });
+        expect(config.instanceIds.length).to.be.at.least(1);
+        // The throwaway dev cluster answers plain curl: no authentication.
+        expect(config.auth.modes).to.deep.equal([]);
+      } finally {
+        rmSync(directory, { recursive: true, force: true });
+      }
     });
   });
 });

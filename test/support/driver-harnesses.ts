@@ -9,5 +9,6 @@ export const DRIVER_HARNESSES: readonly DriverHarnessFactory[] = (
   await Promise.all([
     import('./harnesses/bigtable.ts'),
     import('./harnesses/embedded.ts'),
+    import('./harnesses/redis.ts'),
   ])
 ).map((module) => module.harness);

@@ -125,7 +125,7 @@ export function environment(manifests: readonly Manifest[]): Record<string, stri
 /**
  * The service's environment as the chart renders it, made to run on this machine: the files
  * the pod would have mounted are written to `directory` (STORES_FILE, from its ConfigMap), and
- * each key file, which exists only in the pod, is replaced by `readableFile`.
+ * each file a store reads from a Secret, which exists only in the pod, is replaced by `readableFile`.
  */
 export function localEnvironment(manifests: readonly Manifest[], directory: string, readableFile: string): Record<string, string> {
   const env = environment(manifests);
@@ -134,7 +134,8 @@ export function localEnvironment(manifests: readonly Manifest[], directory: stri
   if (storesFile !== undefined) {
     const mounted = storesConfigMap(manifests, storesFile);
     const local = join(directory, 'stores.yaml');
-    writeFileSync(local, mounted.replace(/^(\s*credentialsFile: ).*$/gm, `$1${readableFile}`));
+    // Every file a store reads from a Secret (credentialsFile, authStringFile, caFile) is mounted there.
+    writeFileSync(local, mounted.replace(/^(\s*\w+File: )\/var\/run\/secrets\/kvcrud\/stores\/.*$/gm, `$1${readableFile}`));
     env['STORES_FILE'] = local;
   }
   return env;

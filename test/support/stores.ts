@@ -1,10 +1,13 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { pino } from 'pino';
 import { BigtableStore } from '../../src/store/bigtable/bigtable-store.ts';
 import { EmbeddedStore } from '../../src/store/embedded/embedded-store.ts';
+import { RedisStore } from '../../src/store/redis/redis-store.ts';
 import type { DataStore } from '../../src/store/store.ts';
 import { emulatorHost } from './emulator.ts';
+import { requireRedis, spawnRedis } from './redis-server.ts';
 
 export const TEST_PROJECT = 'kvcrud-test';
 
@@ -59,5 +62,25 @@ export const embeddedHarness: HarnessFactory = () => ({
   },
 });
 
+/** The Redis store on a redis-server of its own, stopped when the store closes. */
+export const redisHarness: HarnessFactory = (context) => {
+  requireRedis(context);
+  return {
+    name: 'redis',
+    capabilities: { fastWideWrites: true },
+    async open(instances) {
+      const server = await spawnRedis();
+      const store = RedisStore.open({ url: server.url, instances, logger: pino({ level: 'silent' }) });
+      const close = store.close.bind(store);
+      return Object.assign(store, {
+        async close() {
+          await close();
+          await server.stop();
+        },
+      });
+    },
+  };
+};
+
 /** Every adapter's harness, for suites that run against each store. */
-export const STORE_HARNESSES: readonly HarnessFactory[] = [bigtableHarness, embeddedHarness];
+export const STORE_HARNESSES: readonly HarnessFactory[] = [bigtableHarness, embeddedHarness, redisHarness];

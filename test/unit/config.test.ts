@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { expect } from 'chai';
 import { CONFIG_VARIABLES, ConfigError, loadConfig } from '../../src/config.ts';
+import { DRIVERS } from '../../src/store/drivers.ts';
 
 const BASE = { GOOGLE_CLOUD_PROJECT: 'my-project', INSTANCE_IDS: 'inst-a' };
 
@@ -340,7 +341,7 @@ stores:
       'STORES_FILE: stores.main.projectId is required',
       'STORES_FILE: stores.main.emulatorHost must be host:port, got "localhost"',
       'STORES_FILE: stores.Bad_Name is not a valid store name (1-32 characters: lowercase letters, digits and hyphens)',
-      'STORES_FILE: stores.cache.driver must be one of [bigtable, embedded]',
+      `STORES_FILE: stores.cache.driver must be one of [${DRIVERS.map((driver) => driver.name).join(', ')}]`,
       'STORES_FILE: stores.disk.instances[0] "-x" is not a valid embedded instance ID (1-33 characters: lowercase letters, digits and hyphens, starting with a letter)',
       'STORES_FILE: stores.disk.dataDir must be a string',
       'STORES_FILE: stores.disk.colour is not allowed',

@@ -19,7 +19,7 @@ fields in values.schema.json (one if/then block under definitions.store).
 kvcrud.stores.drivers lists the drivers a stores entry may name, separated by spaces.
 */}}
 {{- define "kvcrud.stores.drivers" -}}
-bigtable embedded
+bigtable embedded redis
 {{- end }}
 
 {{/*
@@ -192,4 +192,69 @@ data in {{ (include "kvcrud.stores.embedded.entry" . | fromYaml).dataDir }}
 
 {{- define "kvcrud.stores.embedded.secrets" -}}
 {{- toYaml list }}
+{{- end }}
+
+{{/*
+The redis driver: Memorystore for Redis (or Redis Cluster) at url. Its AUTH string and the
+server's CA come from Secrets (authString, ca), mounted as files; STORES_FILE names the files.
+*/}}
+{{- define "kvcrud.stores.redis.problems" -}}
+{{- $problems := list }}
+{{- $store := .store }}
+{{- $url := toString ($store.url | default "") }}
+{{- if not $url }}
+  {{- $problems = append $problems (printf "stores.%s.url is required with driver redis (redis://host:port or rediss://host:port)" .name) }}
+{{- else if not (regexMatch "^rediss?://[^/@]+(/[0-9]{1,2})?/?$" $url) }}
+  {{- if regexMatch "^rediss?://[^/]*:[^/]*@" $url }}
+    {{- $problems = append $problems (printf "stores.%s.url must not hold a password: put the AUTH string in a Secret and name it in stores.%s.authString.existingSecret" .name .name) }}
+  {{- else }}
+    {{- $problems = append $problems (printf "stores.%s.url must be redis://host:port or rediss://host:port, with at most a database number, got %q" .name $url) }}
+  {{- end }}
+{{- end }}
+{{- if and $store.ca $store.ca.existingSecret (not (hasPrefix "rediss://" $url)) }}
+  {{- $problems = append $problems (printf "stores.%s.ca needs a rediss:// url: the CA is for TLS (in-transit encryption)" .name) }}
+{{- end }}
+{{- if and $store.cluster (regexMatch "/[0-9]+/?$" $url) }}
+  {{- $problems = append $problems (printf "stores.%s.url of a cluster cannot name a database: a Redis Cluster has only database 0" .name) }}
+{{- end }}
+{{- toYaml $problems }}
+{{- end }}
+
+{{- define "kvcrud.stores.redis.entry" -}}
+{{- $entry := dict "url" .store.url }}
+{{- if .store.cluster }}
+{{- $_ := set $entry "cluster" true }}
+{{- end }}
+{{- with .store.authString }}
+{{- if .existingSecret }}
+{{- $_ := set $entry "authStringFile" (include "kvcrud.stores.secretPath" (dict "name" $.name "secretName" .existingSecret "key" (.key | default "auth"))) }}
+{{- end }}
+{{- end }}
+{{- with .store.ca }}
+{{- if .existingSecret }}
+{{- $_ := set $entry "caFile" (include "kvcrud.stores.secretPath" (dict "name" $.name "secretName" .existingSecret "key" (.key | default "server-ca.pem"))) }}
+{{- end }}
+{{- end }}
+{{- toYaml $entry }}
+{{- end }}
+
+{{- define "kvcrud.stores.redis.describe" -}}
+{{ ternary "Redis Cluster" "Redis" (eq (toString .store.cluster) "true") }} at {{ .store.url }}
+{{- if and .store.authString .store.authString.existingSecret }}, AUTH string from the Secret {{ .store.authString.existingSecret }}{{ end }}
+{{- if and .store.ca .store.ca.existingSecret }}, CA from the Secret {{ .store.ca.existingSecret }}{{ end }}
+{{- end }}
+
+{{- define "kvcrud.stores.redis.secrets" -}}
+{{- $secrets := list }}
+{{- with .store.authString }}
+{{- if .existingSecret }}
+{{- $secrets = append $secrets (dict "secretName" .existingSecret "key" (.key | default "auth")) }}
+{{- end }}
+{{- end }}
+{{- with .store.ca }}
+{{- if .existingSecret }}
+{{- $secrets = append $secrets (dict "secretName" .existingSecret "key" (.key | default "server-ca.pem")) }}
+{{- end }}
+{{- end }}
+{{- toYaml $secrets }}
 {{- end }}

@@ -1,0 +1,271 @@
+import { readFileSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import type { Logger } from 'pino';
+import { type RedisArgument, type RedisClientOptions, RESP_TYPES, createClient, createCluster } from 'redis';
+import { StoreError } from '../errors.ts';
+import type { Script } from './scripts.ts';
+
+/** How a Redis store reaches its server (see RedisSettings in driver.ts). */
+export interface ConnectionOptions {
+  readonly url: string;
+  /** A Redis Cluster (Memorystore for Redis Cluster): `url` is one node or the discovery endpoint. */
+  readonly cluster?: boolean;
+  /** A file holding the AUTH string (password); read again on every (re)connection, so a rotated one is picked up. */
+  readonly authStringFile?: string;
+  /** A PEM file of the CA that signed the server's certificate (rediss:// only). */
+  readonly caFile?: string;
+  readonly logger: Logger;
+}
+
+/**
+ * RedisConnection is how a Redis store talks to Redis: one connection to a server, or one per
+ * primary of a cluster. node-redis pipelines every command sent on a connection, so concurrent
+ * calls share it without waiting for each other.
+ */
+export interface RedisConnection {
+  /**
+   * Pending while the first connection attempt is under way. Calls made just after start-up wait
+   * for it rather than fail; once it has succeeded or failed, a call on a connection that is down
+   * fails at once.
+   */
+  readonly firstAttempt: Promise<void> | undefined;
+  /** Calls `listener` each time the connection is (re)established. */
+  onReady(listener: () => void): void;
+  /**
+   * Sends one command whose first argument after the name is its key (the key that routes it in
+   * a cluster); replies come as Buffers, integers as numbers, nil as null.
+   */
+  send(args: readonly [string, RedisArgument, ...RedisArgument[]]): Promise<unknown>;
+  /** Runs a script by its SHA1, loading it with EVAL when Redis does not have it (after a restart). */
+  run(script: Script, keys: readonly [RedisArgument, ...RedisArgument[]], args: readonly RedisArgument[]): Promise<unknown>;
+  /** Resolves when every server (every primary of a cluster) answers PING. */
+  ping(): Promise<void>;
+  /** Closes the connection at once; calls still waiting fail. */
+  close(): void;
+}
+
+export function openConnection(options: ConnectionOptions): RedisConnection {
+  return options.cluster === true ? new ClusterConnection(options) : new ServerConnection(options);
+}
+
+/** Replies as Buffers: keys, columns and values are bytes, not text. */
+const BYTES = { [RESP_TYPES.BLOB_STRING]: Buffer, [RESP_TYPES.SIMPLE_STRING]: Buffer } as const;
+
+// While Redis is down, commands fail at once (no offline queue) and the client reconnects every
+// few hundred milliseconds, so the store answers UNAVAILABLE quickly and recovers within about a
+// second of Redis coming back.
+const RECONNECT_MAX_MS = 500;
+const CONNECT_TIMEOUT_MS = 2000;
+// Connection errors repeat on every reconnection attempt: log at most one per interval.
+const ERROR_LOG_INTERVAL_MS = 10_000;
+
+/** The client options every connection (to a server, or to each node of a cluster) shares. */
+function clientOptions(options: ConnectionOptions): RedisClientOptions {
+  return {
+    RESP: 2,
+    disableOfflineQueue: true,
+    socket: {
+      connectTimeout: CONNECT_TIMEOUT_MS,
+      reconnectStrategy: (retries) => reconnectDelay(retries),
+      ...(options.caFile === undefined ? {} : { tls: true as const, ca: readFileSync(options.caFile) }),
+    },
+    ...(options.authStringFile === undefined ? {} : { credentialsProvider: authStringProvider(options.authStringFile) }),
+  };
+}
+
+function reconnectDelay(retries: number): number {
+  return Math.min(50 * 2 ** Math.min(retries, 4), RECONNECT_MAX_MS) + Math.floor(Math.random() * 50);
+}
+
+function authStringProvider(path: string): NonNullable<RedisClientOptions['credentialsProvider']> {
+  return {
+    type: 'async-credentials-provider',
+    credentials: async () => ({ password: (await readFile(path, 'utf8')).trim() }),
+  };
+}
+
+class ErrorLog {
+  readonly #logger: Logger;
+  #last = 0;
+
+  constructor(logger: Logger) {
+    this.#logger = logger;
+  }
+
+  warn(error: Error): void {
+    const now = Date.now();
+    if (now - this.#last < ERROR_LOG_INTERVAL_MS) return;
+    this.#last = now;
+    this.#logger.warn({ event: 'redis.error', err: { type: error.name, message: error.message } }, 'Redis connection error');
+  }
+}
+
+async function runScript(
+  send: (args: readonly RedisArgument[]) => Promise<unknown>,
+  script: Script,
+  keys: readonly RedisArgument[],
+  args: readonly RedisArgument[],
+): Promise<unknown> {
+  const tail = [String(keys.length), ...keys, ...args];
+  try {
+    return await send(['EVALSHA', script.sha1, ...tail]);
+  } catch (error) {
+    if (!(error instanceof Error) || !error.message.startsWith('NOSCRIPT')) throw error;
+    return send(['EVAL', script.source, ...tail]);
+  }
+}
+
+/** A connection to one Redis server (Memorystore for Redis, standard or basic tier). */
+class ServerConnection implements RedisConnection {
+  readonly #client;
+  readonly #errors: ErrorLog;
+  readonly #url: string;
+  #firstAttempt: Promise<void> | undefined;
+  /** Set when the server turns out to be a cluster node: then every call fails with it. */
+  #misconfigured: StoreError | undefined;
+
+  constructor(options: ConnectionOptions) {
+    this.#errors = new ErrorLog(options.logger);
+    this.#url = options.url;
+    this.#client = createClient({ ...clientOptions(options), url: options.url });
+    this.#client.on('error', (error: Error) => this.#errors.warn(error));
+    this.#client.on('ready', () => {
+      options.logger.info({ event: 'redis.ready' }, 'connected to Redis');
+      void this.#refuseClusterNode(options.logger);
+    });
+    this.#firstAttempt = new Promise<void>((resolve) => {
+      this.#client.once('ready', resolve);
+      this.#client.once('error', resolve);
+    }).then(() => {
+      this.#firstAttempt = undefined;
+    });
+    this.#client.connect().catch((error: unknown) => this.#errors.warn(error as Error));
+  }
+
+  get firstAttempt(): Promise<void> | undefined {
+    return this.#firstAttempt;
+  }
+
+  onReady(listener: () => void): void {
+    this.#client.on('ready', listener);
+  }
+
+  send(args: readonly RedisArgument[]): Promise<unknown> {
+    if (this.#misconfigured !== undefined) return Promise.reject(this.#misconfigured);
+    return this.#client.sendCommand(args, { typeMapping: BYTES });
+  }
+
+  run(script: Script, keys: readonly RedisArgument[], args: readonly RedisArgument[]): Promise<unknown> {
+    return runScript((command) => this.send(command), script, keys, args);
+  }
+
+  async ping(): Promise<void> {
+    await this.send(['PING']);
+  }
+
+  close(): void {
+    if (this.#client.isOpen) this.#client.destroy();
+  }
+
+  /**
+   * A cluster node answers only for its own slots, and a store would fail on every other key
+   * with MOVED: say plainly what to configure instead.
+   */
+  async #refuseClusterNode(logger: Logger): Promise<void> {
+    try {
+      const info = (await this.#client.sendCommand<Buffer>(['INFO', 'cluster'], { typeMapping: BYTES })).toString();
+      if (!/cluster_enabled:1/.test(info)) return;
+      const message = `${this.#url} is a Redis Cluster node: set "cluster: true" for this store`;
+      this.#misconfigured = new StoreError('INTERNAL', message);
+      logger.error({ event: 'redis.misconfigured' }, message);
+    } catch {
+      // The connection dropped again: the next 'ready' checks once more.
+    }
+  }
+}
+
+// A cluster's topology is discovered again after this long when no node could be reached.
+const DISCOVERY_RETRY_MS = 500;
+
+/**
+ * A connection to a Redis Cluster (Memorystore for Redis Cluster): node-redis discovers the
+ * primaries from `url` (any node, or the discovery endpoint), keeps a connection to each and
+ * sends each command to the primary of its key's slot, following MOVED and ASK as slots move.
+ */
+class ClusterConnection implements RedisConnection {
+  readonly #cluster;
+  readonly #errors: ErrorLog;
+  readonly #logger: Logger;
+  readonly #readyListeners: Array<() => void> = [];
+  #firstAttempt: Promise<void> | undefined;
+  #closed = false;
+  /** Whether the topology has been discovered once: until then no command can be routed. */
+  #discovered = false;
+
+  constructor(options: ConnectionOptions) {
+    this.#errors = new ErrorLog(options.logger);
+    this.#logger = options.logger;
+    const defaults = clientOptions(options);
+    this.#cluster = createCluster({
+      rootNodes: [{ url: options.url }],
+      defaults: { ...defaults, ...(defaults.socket === undefined ? {} : { socket: defaults.socket }) },
+      RESP: 2,
+    });
+    this.#cluster.on('error', (error: Error) => this.#errors.warn(error));
+    this.#cluster.on('node-error', (error: Error) => this.#errors.warn(error));
+    this.#cluster.on('node-ready', () => this.#notifyReady());
+    this.#firstAttempt = this.#connect(true);
+  }
+
+  get firstAttempt(): Promise<void> | undefined {
+    return this.#firstAttempt;
+  }
+
+  onReady(listener: () => void): void {
+    this.#readyListeners.push(listener);
+  }
+
+  send(args: readonly [string, RedisArgument, ...RedisArgument[]]): Promise<unknown> {
+    if (!this.#discovered) return Promise.reject(unreachableCluster());
+    return this.#cluster.sendCommand(args[1], false, [...args] as RedisArgument[], { typeMapping: BYTES });
+  }
+
+  run(script: Script, keys: readonly [RedisArgument, ...RedisArgument[]], args: readonly RedisArgument[]): Promise<unknown> {
+    if (!this.#discovered) return Promise.reject(unreachableCluster());
+    return runScript((command) => this.#cluster.sendCommand(keys[0], false, [...command] as RedisArgument[], { typeMapping: BYTES }), script, keys, args);
+  }
+
+  async ping(): Promise<void> {
+    if (!this.#discovered) throw unreachableCluster();
+    const masters = this.#cluster.masters;
+    if (masters.length === 0) throw new StoreError('UNAVAILABLE', 'redis: the cluster has no primaries');
+    await Promise.all(masters.map(async (master) => (await this.#cluster.nodeClient(master)).sendCommand(['PING'])));
+  }
+
+  close(): void {
+    this.#closed = true;
+    if (this.#cluster.isOpen) this.#cluster.destroy();
+  }
+
+  /** Discovers the cluster, again and again until it answers; the first attempt resolves the promise either way. */
+  async #connect(first: boolean): Promise<void> {
+    try {
+      await this.#cluster.connect();
+      this.#discovered = true;
+      this.#logger.info({ event: 'redis.ready', primaries: this.#cluster.masters.length }, 'connected to the Redis Cluster');
+    } catch (error) {
+      this.#errors.warn(error as Error);
+      if (!this.#closed) setTimeout(() => void this.#connect(false), DISCOVERY_RETRY_MS).unref();
+    } finally {
+      if (first) this.#firstAttempt = undefined;
+    }
+  }
+
+  #notifyReady(): void {
+    for (const listener of this.#readyListeners) listener();
+  }
+}
+
+function unreachableCluster(): StoreError {
+  return new StoreError('UNAVAILABLE', 'redis: no node of the cluster could be reached');
+}

@@ -1,0 +1,424 @@
+import type { Logger } from 'pino';
+import { StoreError, callerGone } from '../errors.ts';
+import type {
+  CallOptions,
+  DataStore,
+  FamilySpec,
+  Mutation,
+  ReadSelection,
+  Row,
+  RowMutations,
+  ScanRequest,
+  TableRef,
+  TableSchema,
+} from '../store.ts';
+import { type RedisConnection, openConnection } from './connection.ts';
+import {
+  type CatalogEntry,
+  type TableKeys,
+  catalogKeys,
+  newGeneration,
+  parseCatalogEntry,
+  reclaimMember,
+  rowKey,
+  tableKeys,
+} from './keys.ts';
+import { REDIS_CAPABILITIES, REDIS_LIMITS } from './limits.ts';
+import { Reclaimer } from './reclaimer.ts';
+import { toStoreError } from './redis-errors.ts';
+import { type MaxAges, decodeRow, mutationArguments } from './row-codec.ts';
+import { ABANDON_CREATE, BEGIN_CREATE, BEGIN_DELETE, COMMIT_CREATE, MUTATE_ROW, READ_ROWS, SCAN_ROWS } from './scripts.ts';
+
+export interface RedisStoreOptions {
+  readonly url: string;
+  readonly cluster?: boolean;
+  readonly authStringFile?: string;
+  readonly caFile?: string;
+  readonly instances: readonly string[];
+  readonly logger: Logger;
+}
+
+/** How long a creation may take between its first and last step before its keys are reclaimed. */
+const CREATE_GRACE_MS = 5 * 60_000;
+/** Rows one read script reads at most (in a cluster), so that none holds Redis for long. */
+const ROWS_PER_SCRIPT = 100;
+/** Index entries one scan script reads at most (each with its row hash), and at least. */
+const SCAN_BATCH_MAX = 250;
+const SCAN_BATCH_MIN = 16;
+
+/** A table as this process last saw it in the catalog. Families and policies never change for a generation. */
+interface TableGeneration {
+  readonly generation: string;
+  readonly keys: TableKeys;
+  readonly maxAges: MaxAges;
+  /** Whether any family has a maxAge: reads need the clock only then. */
+  readonly hasMaxAge: boolean;
+  /** The mutateRow script's maxAge argument: "<family> <seconds> …" for the families that have one. */
+  readonly maxAgePolicy: string;
+}
+
+/** A script's answer when the generation it was given has been deleted (its meta key is gone). */
+const GONE = Symbol('generation gone');
+
+/**
+ * RedisStore is the DataStore on Redis (Memorystore for Redis): one hash per row, a sorted set
+ * per table as its ordered index, a catalog hash per instance, and one Lua script per row write.
+ * See keys.ts for the layout and docs/stores/redis.md for what it guarantees.
+ *
+ * Table generations are cached per process. A cached generation is only a hint: every call
+ * checks that the generation's meta key still exists, a write or scan script atomically with its
+ * work, a read right after its rows; on GONE the catalog is read again. So a table deleted or
+ * recreated by another process is never served from a stale entry, and a read costs one round
+ * trip.
+ */
+export class RedisStore implements DataStore {
+  readonly capabilities = REDIS_CAPABILITIES;
+  readonly limits = REDIS_LIMITS;
+  readonly #connection: RedisConnection;
+  readonly #reclaimer: Reclaimer;
+  readonly #tables = new Map<string, TableGeneration>();
+  readonly #cluster: boolean;
+
+  /** Opens the store and starts connecting; a Redis that is down now is reported by each call and by checkHealth. */
+  static open(options: RedisStoreOptions): RedisStore {
+    return new RedisStore(options);
+  }
+
+  private constructor(options: RedisStoreOptions) {
+    this.#cluster = options.cluster === true;
+    this.#connection = openConnection(options);
+    this.#reclaimer = new Reclaimer(this.#connection, options.instances, options.logger);
+    this.#reclaimer.start();
+  }
+
+  createTable(ref: TableRef, families: readonly FamilySpec[], options: CallOptions): Promise<void> {
+    return this.#bounded(options, 'createTable', async () => {
+      const catalog = catalogKeys(ref.instance);
+      const generation = newGeneration();
+      const member = reclaimMember(ref.table, generation);
+      const keys = tableKeys(ref.instance, ref.table, generation);
+      const begun = await this.#connection.run(BEGIN_CREATE, [catalog.tables, catalog.reclaim], [ref.table, member, String(CREATE_GRACE_MS)]);
+      if (begun === 0) throw tableExists(ref);
+      await this.#connection.send(['HSET', keys.meta, ...families.flatMap((family) => [family.name, String(family.maxAgeSeconds ?? 0)])]);
+      const entry: CatalogEntry = {
+        generation,
+        families: families.map((family) => (family.maxAgeSeconds === undefined ? { name: family.name } : { name: family.name, maxAgeSeconds: family.maxAgeSeconds })),
+      };
+      const committed = await this.#connection.run(COMMIT_CREATE, [catalog.tables, catalog.reclaim], [ref.table, member, JSON.stringify(entry)]);
+      if (committed === 1) {
+        this.#tables.set(cacheKey(ref), generationOf(ref, entry));
+        return;
+      }
+      // Not published: its meta key is reclaimed with the rest of the generation.
+      await this.#connection.run(ABANDON_CREATE, [catalog.reclaim], [member]);
+      this.#reclaimer.kick();
+      if (committed === 0) throw tableExists(ref);
+      throw new StoreError('UNAVAILABLE', `redis createTable: creating ${ref.instance}/${ref.table} took over ${CREATE_GRACE_MS} ms; nothing was created`);
+    });
+  }
+
+  describeTable(ref: TableRef, options: CallOptions): Promise<TableSchema> {
+    return this.#bounded(options, 'describeTable', async () => {
+      const entry = await this.#readCatalog(ref);
+      if (entry === undefined) throw tableNotFound(ref);
+      const families = [...entry.families]
+        .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
+        // Only the latest version is kept, whatever was asked at creation.
+        .map((family) => (family.maxAgeSeconds === undefined ? { name: family.name, maxVersions: 1 } : { name: family.name, maxVersions: 1, maxAgeSeconds: family.maxAgeSeconds }));
+      return { name: ref.table, families };
+    });
+  }
+
+  listTables(instance: string, options: CallOptions): Promise<string[]> {
+    return this.#bounded(options, 'listTables', async () => {
+      const names = (await this.#connection.send(['HKEYS', catalogKeys(instance).tables])) as Buffer[];
+      return names.map((name) => name.toString());
+    });
+  }
+
+  deleteTable(ref: TableRef, options: CallOptions): Promise<void> {
+    return this.#bounded(options, 'deleteTable', async () => {
+      const catalog = catalogKeys(ref.instance);
+      const generation = (await this.#connection.run(BEGIN_DELETE, [catalog.tables, catalog.reclaim], [ref.table])) as Buffer | null;
+      this.#tables.delete(cacheKey(ref));
+      if (generation === null) throw tableNotFound(ref);
+      // From here on every script on this generation, in any process, answers "gone".
+      await this.#connection.send(['UNLINK', tableKeys(ref.instance, ref.table, generation.toString()).meta]);
+      this.#reclaimer.kick();
+    });
+  }
+
+  mutateRow(ref: TableRef, key: Buffer, mutations: readonly Mutation[], options: CallOptions): Promise<void> {
+    return this.#bounded(options, 'mutateRow', () =>
+      this.#withTable(ref, async (table) => {
+        const missing = missingFamily(table, mutations);
+        if (missing !== undefined) {
+          return this.#familyMissing(ref, table, (): undefined => {
+            throw familyNotFound(missing);
+          });
+        }
+        return this.#mutate(table, key, mutations);
+      }),
+    );
+  }
+
+  mutateRows(ref: TableRef, entries: readonly RowMutations[], options: CallOptions): Promise<Array<StoreError | undefined>> {
+    return this.#bounded(options, 'mutateRows', () =>
+      this.#withTable(ref, async (table) => {
+        const missing = entries.map((entry) => missingFamily(table, entry.mutations));
+        if (missing.some((family) => family !== undefined)) {
+          // Before anything is written: is the cached generation still the table's?
+          const current = await this.#familyMissing(ref, table, () => undefined);
+          if (current === GONE) return GONE;
+        }
+        // One script per entry, all pipelined on the connection: each entry is atomic, the batch is not.
+        const settled = await Promise.allSettled(
+          entries.map((entry, index) => (missing[index] === undefined ? this.#mutate(table, entry.key, entry.mutations) : Promise.resolve(familyNotFound(missing[index] ?? '')))),
+        );
+        const written = settled.filter((_, index) => missing[index] === undefined);
+        const gone = written.filter((result) => result.status === 'fulfilled' && result.value === GONE).length;
+        if (gone > 0 && gone === written.length) return GONE; // deleted (or recreated) before any entry: resolve the table again
+        if (gone > 0) throw new StoreError('NOT_FOUND', `table ${ref.instance}/${ref.table} was deleted during the batch`, { resource: 'table', name: ref.table });
+        const failed = written.filter((result) => result.status === 'rejected');
+        if (failed.length > 0 && failed.length === entries.length) throw toStoreError((failed[0] as PromiseRejectedResult).reason, 'mutateRows');
+        return settled.map((result) => (result.status === 'fulfilled' ? (result.value as StoreError | undefined) : toStoreError(result.reason, 'mutateRows')));
+      }),
+    );
+  }
+
+  readRows(ref: TableRef, keys: readonly Buffer[], selection: ReadSelection, options: CallOptions): Promise<Array<Row | null>> {
+    return this.#bounded(options, 'readRows', () => this.#withTable(ref, (table) => this.#readRows(table, keys, selection)));
+  }
+
+  #readRows(table: TableGeneration, keys: readonly Buffer[], selection: ReadSelection): Promise<Array<Row | null> | typeof GONE> {
+    const now = table.hasMaxAge ? BigInt(Date.now()) * 1000n : 0n;
+    const decode = (rows: readonly unknown[]) => keys.map((key, index) => decodeRow(key, rows[index] as Buffer[], selection.columns, table.maxAges, now));
+    if (!this.#cluster) {
+      // The rows, then the table's meta key, in one round trip of plain commands, which Redis runs
+      // in order. A table's rows are removed only after its meta key: if the meta key still
+      // exists after the last row was read, no row was read from a table being deleted.
+      const replies = keys.map((key) => this.#connection.send(['HGETALL', rowKey(table.keys, key)]));
+      replies.push(this.#connection.send(['EXISTS', table.keys.meta]));
+      return Promise.all(replies).then((rows) => (rows[keys.length] === 0 ? GONE : decode(rows)));
+    }
+    return this.#readRowsAtomically(table, keys, decode);
+  }
+
+  async #readRowsAtomically(
+    table: TableGeneration,
+    keys: readonly Buffer[],
+    decode: (rows: readonly unknown[]) => Array<Row | null>,
+  ): Promise<Array<Row | null> | typeof GONE> {
+    // In a cluster, a slot that is being moved can take commands of one connection out of order:
+    // each script checks the meta key and reads its rows atomically instead. A script holds
+    // Redis's single thread while it runs, so a batch of keys is read by several of them.
+    const chunks: Array<readonly Buffer[]> = [];
+    for (let first = 0; first < keys.length; first += ROWS_PER_SCRIPT) chunks.push(keys.slice(first, first + ROWS_PER_SCRIPT));
+    const replies = (await Promise.all(
+      chunks.map((chunk) => this.#connection.run(READ_ROWS, [table.keys.meta, ...chunk.map((key) => rowKey(table.keys, key))], [])),
+    )) as Array<Buffer[][] | null>;
+    if (replies.some((reply) => reply === null)) return GONE;
+    return decode(replies.flatMap((reply) => reply as Buffer[][]));
+  }
+
+  async *scanRows(ref: TableRef, scan: ScanRequest, options: CallOptions): AsyncGenerator<Row> {
+    let table = await this.#bounded(options, 'scanRows', () => this.#table(ref));
+    let lower: Buffer | string = scan.range.start === undefined ? '-' : Buffer.concat([Buffer.from('['), scan.range.start]);
+    let upper: Buffer | string = scan.range.end === undefined ? '+' : Buffer.concat([Buffer.from('('), scan.range.end]);
+    let remaining = scan.limit;
+    let first = true;
+    while (remaining > 0) {
+      const batch = Math.min(SCAN_BATCH_MAX, Math.max(remaining, SCAN_BATCH_MIN));
+      const args = [table.keys.rowPrefix, lower, upper, scan.reverse ? '1' : '0', String(batch)];
+      const reply = (await this.#bounded(options, 'scanRows', () => this.#connection.run(SCAN_ROWS, [table.keys.meta, table.keys.rows], args))) as
+        | Array<Buffer | Buffer[]>
+        | null;
+      if (reply === null) {
+        // A stale generation before anything was read: the table may have been recreated.
+        const fresh = first ? await this.#bounded(options, 'scanRows', () => this.#table(ref, true)) : undefined;
+        if (fresh === undefined || fresh.generation === table.generation) throw tableNotFound(ref);
+        table = fresh;
+        continue;
+      }
+      first = false;
+      const now = table.hasMaxAge ? BigInt(Date.now()) * 1000n : 0n;
+      const entries = reply.length / 2;
+      for (let i = 0; i < reply.length; i += 2) {
+        const row = decodeRow(reply[i] as Buffer, reply[i + 1] as Buffer[], scan.columns, table.maxAges, now);
+        if (row === null) continue;
+        yield row;
+        if (--remaining === 0) return;
+      }
+      if (entries < batch) return;
+      // Go on after the last key read, whichever way the scan runs.
+      const last = Buffer.concat([Buffer.from('('), reply[reply.length - 2] as Buffer]);
+      if (scan.reverse) upper = last;
+      else lower = last;
+    }
+  }
+
+  checkHealth(options: CallOptions): Promise<void> {
+    // Every instance is a key namespace of the same server (or cluster): PING answers for all of them.
+    return this.#bounded(options, 'checkHealth', () => this.#connection.ping());
+  }
+
+  async close(): Promise<void> {
+    const reclaiming = this.#reclaimer.stop();
+    // Closing the connection fails the reclaimer's command in flight, so closing never waits for
+    // a Redis that does not answer.
+    this.#connection.close();
+    await reclaiming;
+  }
+
+  /** Waits for background reclaiming to finish (for tests). */
+  reclaimed(): Promise<void> {
+    return this.#reclaimer.idle();
+  }
+
+  /** Applies one row's mutations (their families checked): undefined when applied, or GONE. */
+  async #mutate(table: TableGeneration, key: Buffer, mutations: readonly Mutation[]): Promise<undefined | typeof GONE> {
+    const reply = await this.#connection.run(
+      MUTATE_ROW,
+      [table.keys.meta, table.keys.rows, rowKey(table.keys, key)],
+      [key, String(Date.now() * 1000), table.maxAgePolicy, ...mutationArguments(mutations)],
+    );
+    return reply === 1 ? GONE : undefined;
+  }
+
+  /**
+   * A mutation names a family the cached generation lacks. Families never change within a
+   * generation, but the cache may hold one that was deleted or replaced by a table of the same
+   * name: the catalog decides. GONE when the table is no longer that generation; otherwise what
+   * `answer` says.
+   */
+  async #familyMissing<T>(ref: TableRef, table: TableGeneration, answer: () => T): Promise<T | typeof GONE> {
+    const entry = await this.#readCatalog(ref);
+    return entry?.generation === table.generation ? answer() : GONE;
+  }
+
+  #withTable<T>(ref: TableRef, work: (table: TableGeneration) => Promise<T | typeof GONE>): Promise<T> {
+    const cached = this.#tables.get(cacheKey(ref));
+    if (cached === undefined) return this.#table(ref).then((table) => this.#withGeneration(ref, table, work));
+    return this.#withGeneration(ref, cached, work);
+  }
+
+  #withGeneration<T>(ref: TableRef, table: TableGeneration, work: (table: TableGeneration) => Promise<T | typeof GONE>): Promise<T> {
+    return work(table).then((result) => (result === GONE ? this.#retryFresh(ref, table, work) : result));
+  }
+
+  /** The work found the generation gone: read the catalog again, and retry on a new generation if there is one. */
+  async #retryFresh<T>(ref: TableRef, table: TableGeneration, work: (table: TableGeneration) => Promise<T | typeof GONE>): Promise<T> {
+    const fresh = await this.#table(ref, true);
+    if (fresh.generation !== table.generation) {
+      const retried = await work(fresh);
+      if (retried !== GONE) return retried;
+    }
+    this.#tables.delete(cacheKey(ref));
+    throw tableNotFound(ref);
+  }
+
+  /** The table's generation: from the cache, or (fresh) from the catalog. */
+  async #table(ref: TableRef, fresh = false): Promise<TableGeneration> {
+    const cached = fresh ? undefined : this.#tables.get(cacheKey(ref));
+    if (cached !== undefined) return cached;
+    const entry = await this.#readCatalog(ref);
+    if (entry === undefined) {
+      this.#tables.delete(cacheKey(ref));
+      throw tableNotFound(ref);
+    }
+    const table = generationOf(ref, entry);
+    this.#tables.set(cacheKey(ref), table);
+    return table;
+  }
+
+  async #readCatalog(ref: TableRef): Promise<CatalogEntry | undefined> {
+    const json = (await this.#connection.send(['HGET', catalogKeys(ref.instance).tables, ref.table])) as Buffer | null;
+    return json === null ? undefined : parseCatalogEntry(json.toString());
+  }
+
+  /**
+   * Runs one call against the deadline and the caller's signal. node-redis cannot take back a
+   * command it has written, so the call is abandoned instead: its answer, when it comes, is
+   * dropped, and the connection stays in step.
+   */
+  #bounded<T>(options: CallOptions, operation: string, work: () => Promise<T>): Promise<T> {
+    const remaining = options.deadline - Date.now();
+    if (options.signal?.aborted === true) return Promise.reject(callerGone());
+    if (remaining <= 0) return Promise.reject(deadlineExceeded(operation));
+    return new Promise<T>((resolve, reject) => {
+      const { signal } = options;
+      const onAbort = () => {
+        clearTimeout(timer);
+        reject(callerGone());
+      };
+      const timer = setTimeout(() => {
+        signal?.removeEventListener('abort', onAbort);
+        reject(deadlineExceeded(operation));
+      }, remaining);
+      signal?.addEventListener('abort', onAbort, { once: true });
+      const connecting = this.#connection.firstAttempt;
+      const started =
+        connecting === undefined
+          ? work()
+          : connecting.then(() => {
+              if (Date.now() >= options.deadline || signal?.aborted === true) throw deadlineExceeded(operation);
+              return work();
+            });
+      started.then(
+        (value) => {
+          clearTimeout(timer);
+          signal?.removeEventListener('abort', onAbort);
+          resolve(value);
+        },
+        (error: unknown) => {
+          clearTimeout(timer);
+          signal?.removeEventListener('abort', onAbort);
+          reject(toStoreError(error, operation));
+        },
+      );
+    });
+  }
+
+
+}
+
+function generationOf(ref: TableRef, entry: CatalogEntry): TableGeneration {
+  return {
+    generation: entry.generation,
+    keys: tableKeys(ref.instance, ref.table, entry.generation),
+    maxAges: new Map(entry.families.map((family) => [family.name, BigInt(family.maxAgeSeconds ?? 0) * 1_000_000n])),
+    hasMaxAge: entry.families.some((family) => (family.maxAgeSeconds ?? 0) > 0),
+    maxAgePolicy: entry.families
+      .filter((family) => (family.maxAgeSeconds ?? 0) > 0)
+      .map((family) => `${family.name} ${family.maxAgeSeconds}`)
+      .join(' '),
+  };
+}
+
+/** The first family, in mutation order, that the table lacks. */
+function missingFamily(table: TableGeneration, mutations: readonly Mutation[]): string | undefined {
+  for (const mutation of mutations) {
+    if (mutation.type !== 'deleteRow' && !table.maxAges.has(mutation.family)) return mutation.family;
+  }
+  return undefined;
+}
+
+function familyNotFound(family: string): StoreError {
+  return new StoreError('NOT_FOUND', `column family "${family}" not in the table`, { resource: 'columnFamily', name: family });
+}
+
+function cacheKey(ref: TableRef): string {
+  return `${ref.instance}/${ref.table}`;
+}
+
+function tableNotFound(ref: TableRef): StoreError {
+  return new StoreError('NOT_FOUND', `table ${ref.instance}/${ref.table} not found`, { resource: 'table', name: ref.table });
+}
+
+function tableExists(ref: TableRef): StoreError {
+  return new StoreError('ALREADY_EXISTS', `table ${ref.instance}/${ref.table} exists`, { resource: 'table', name: ref.table });
+}
+
+function deadlineExceeded(operation: string): StoreError {
+  return new StoreError('DEADLINE_EXCEEDED', `redis ${operation}: no answer before the deadline`);
+}

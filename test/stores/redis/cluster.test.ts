@@ -1,0 +1,160 @@
+import { expect } from 'chai';
+import { pino } from 'pino';
+import { isStoreError } from '../../../src/store/errors.ts';
+import { RedisStore } from '../../../src/store/redis/redis-store.ts';
+import type { CallOptions, Mutation, Row } from '../../../src/store/store.ts';
+import { closedPort } from '../../support/fake-backends.ts';
+import { type RedisCluster, redisCli, requireRedis, spawnRedisCluster } from '../../support/redis-server.ts';
+
+const silent = pino({ level: 'silent' });
+const call = (): CallOptions => ({ deadline: Date.now() + 10_000 });
+const b = (text: string) => Buffer.from(text);
+const set = (family: string, column: string, value: string): Mutation => ({ type: 'set', family, column: b(column), value: b(value), timestampMicros: 1n });
+
+describe('redis store on a Redis Cluster (3 primaries)', () => {
+  let cluster: RedisCluster;
+  let store: RedisStore;
+  const tables = Array.from({ length: 12 }, (_, i) => ({ instance: i % 2 === 0 ? 'even' : 'odd', table: `t${i}` }));
+
+  before(async function () {
+    this.timeout(60_000);
+    requireRedis(this);
+    cluster = await spawnRedisCluster(3);
+    store = RedisStore.open({ url: cluster.url, cluster: true, instances: ['even', 'odd'], logger: silent });
+  });
+  after(async () => {
+    await store?.close();
+    await cluster?.stop();
+  });
+
+  /** Which node serves `key`'s slot, by its port (from CLUSTER NODES). */
+  async function owner(key: string): Promise<number> {
+    const slot = Number((await cluster.nodes[0]!.cli('--raw', 'CLUSTER', 'KEYSLOT', key)).trim());
+    for (const line of (await cluster.nodes[0]!.cli('--raw', 'CLUSTER', 'NODES')).trim().split('\n')) {
+      const [, address = '', , , , , , , ...ranges] = line.split(' ');
+      for (const range of ranges) {
+        const [from = -1, to = from] = range.split('-').map(Number);
+        if (slot >= from && slot <= to) return Number(address.split(/[:@]/)[1]);
+      }
+    }
+    throw new Error(`no node serves slot ${slot}`);
+  }
+
+  it('serves tables spread over the primaries: writes, reads, batches and scans in both directions', async function () {
+    this.timeout(60_000);
+    for (const ref of tables) {
+      await store.createTable(ref, [{ name: 'cf' }, { name: 'other' }], call());
+      const results = await store.mutateRows(
+        ref,
+        Array.from({ length: 50 }, (_, i) => ({ key: b(`k${String(i).padStart(3, '0')}`), mutations: [set('cf', 'c', `${ref.table}-${i}`)] })),
+        call(),
+      );
+      expect(results.every((result) => result === undefined)).to.equal(true);
+    }
+    for (const ref of tables) {
+      const rows = await store.readRows(ref, [b('k007'), b('nope'), b('k049')], { versions: 1 }, call());
+      expect(rows.map((row) => row?.cells[0]?.value.toString() ?? null)).to.deep.equal([`${ref.table}-7`, null, `${ref.table}-49`]);
+      const scanned: Row[] = [];
+      for await (const row of store.scanRows(ref, { range: { start: b('k010'), end: b('k020') }, reverse: true, limit: 3, versions: 1 }, call())) scanned.push(row);
+      expect(scanned.map((row) => row.key.toString())).to.deep.equal(['k019', 'k018', 'k017']);
+    }
+    expect((await store.listTables('even', call())).sort()).to.deep.equal(tables.filter((ref) => ref.instance === 'even').map((ref) => ref.table).sort());
+
+    // Each table's keys share one slot (its hash tag); the tables themselves are spread out.
+    const homes = new Set<number>();
+    for (const ref of tables) {
+      const gen = (JSON.parse(await redisCli(await owner(`kvcrud:{${ref.instance}}:tables`), ['--raw', 'HGET', `kvcrud:{${ref.instance}}:tables`, ref.table])) as { generation: string }).generation;
+      const tag = `kvcrud:{${ref.instance}/${ref.table}/${gen}}`;
+      const slots = new Set(
+        await Promise.all([`${tag}:meta`, `${tag}:rows`, `${tag}:r:k007`].map(async (key) => (await cluster.nodes[0]!.cli('--raw', 'CLUSTER', 'KEYSLOT', key)).trim())),
+      );
+      expect(slots.size, `slots of ${ref.table}`).to.equal(1);
+      const home = await owner(`${tag}:rows`);
+      expect(await redisCli(home, ['HGETALL', `${tag}:r:k007`])).to.equal(`1) "cf:c"\n2) "1:${ref.table}-7"\n`);
+      homes.add(home);
+    }
+    expect(homes.size, 'primaries holding tables').to.be.above(1);
+  });
+
+  it('refuses a missing family atomically, and deletes a table with its rows reclaimed on its own node', async function () {
+    this.timeout(30_000);
+    const ref = { instance: 'odd', table: 'gone' };
+    await store.createTable(ref, [{ name: 'cf' }], call());
+    await store.mutateRow(ref, b('k'), [set('cf', 'c', 'kept')], call());
+    const error = await store.mutateRow(ref, b('k'), [set('cf', 'c', 'lost'), set('nope', 'c', 'x')], call()).catch((caught: unknown) => caught);
+    expect(isStoreError(error, 'NOT_FOUND') && error.resource === 'columnFamily').to.equal(true);
+    expect((await store.readRows(ref, [b('k')], { versions: 1 }, call()))[0]?.cells[0]?.value.toString()).to.equal('kept');
+
+    const gen = (JSON.parse(await redisCli(await owner('kvcrud:{odd}:tables'), ['--raw', 'HGET', 'kvcrud:{odd}:tables', 'gone'])) as { generation: string }).generation;
+    await store.deleteTable(ref, call());
+    const missing = await store.readRows(ref, [b('k')], { versions: 1 }, call()).catch((caught: unknown) => caught);
+    expect(isStoreError(missing, 'NOT_FOUND') && missing.resource === 'table').to.equal(true);
+    await store.reclaimed();
+    const home = await owner(`kvcrud:{odd/gone/${gen}}:rows`);
+    expect(await redisCli(home, ['--raw', '--scan', '--pattern', `kvcrud:{odd/gone/${gen}}*`])).to.equal('');
+  });
+
+  it('a cluster no node of which answers: calls answer UNAVAILABLE at once', async () => {
+    const port = await closedPort();
+    const unreachable = RedisStore.open({ url: `redis://127.0.0.1:${port}`, cluster: true, instances: ['even'], logger: silent });
+    try {
+      await new Promise((resolve) => setTimeout(resolve, 300)); // the first discovery has failed by now
+      const started = Date.now();
+      for (const attempt of [unreachable.listTables('even', call()), unreachable.checkHealth(call())]) {
+        const error = await attempt.catch((caught: unknown) => caught);
+        expect(isStoreError(error, 'UNAVAILABLE')).to.equal(true);
+      }
+      expect(Date.now() - started).to.be.below(500);
+    } finally {
+      await unreachable.close();
+    }
+  });
+
+  it('checkHealth asks every primary', async () => {
+    await store.checkHealth(call());
+  });
+
+  it('a store not configured for a cluster refuses a cluster node with a message saying what to set', async function () {
+    const plain = RedisStore.open({ url: cluster.url, instances: ['even'], logger: silent });
+    try {
+      let error: unknown;
+      for (const started = Date.now(); Date.now() - started < 5000; ) {
+        error = await plain.listTables('even', call()).catch((caught: unknown) => caught);
+        if (isStoreError(error, 'INTERNAL')) break;
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      expect(isStoreError(error, 'INTERNAL')).to.equal(true);
+      expect((error as Error).message).to.equal(`${cluster.url} is a Redis Cluster node: set "cluster: true" for this store`);
+    } finally {
+      await plain.close();
+    }
+  });
+
+  // Last: it kills a node.
+  it('a primary killed: its tables answer UNAVAILABLE at once, the others keep serving, checkHealth fails', async function () {
+    this.timeout(30_000);
+    const homes = new Map<string, number>();
+    for (const ref of tables) {
+      const gen = (JSON.parse(await redisCli(await owner(`kvcrud:{${ref.instance}}:tables`), ['--raw', 'HGET', `kvcrud:{${ref.instance}}:tables`, ref.table])) as { generation: string }).generation;
+      homes.set(ref.table, await owner(`kvcrud:{${ref.instance}/${ref.table}/${gen}}:rows`));
+    }
+    // The node holding the first table's rows.
+    const victim = cluster.nodes.find((node) => node.port === homes.get('t0'))!;
+    const onVictim = tables.filter((ref) => homes.get(ref.table) === victim.port).map((ref) => ref.table);
+    await victim.stop('SIGKILL');
+    for (const ref of tables) {
+      const started = Date.now();
+      const outcome = await store.readRows(ref, [b('k007')], { versions: 1 }, call()).then(
+        () => 'OK',
+        (error: unknown) => (isStoreError(error) ? error.code : String(error)),
+      );
+      expect(outcome, ref.table).to.equal(onVictim.includes(ref.table) ? 'UNAVAILABLE' : 'OK');
+      expect(Date.now() - started).to.be.below(1000);
+    }
+    const health = await store.checkHealth(call()).then(
+      () => 'OK',
+      (error: unknown) => (isStoreError(error) ? error.code : String(error)),
+    );
+    expect(health).to.equal('UNAVAILABLE');
+  });
+});
