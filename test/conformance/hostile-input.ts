@@ -169,6 +169,8 @@ const withBody = HOSTILE_ENDPOINTS.filter((endpoint) => endpoint.body !== undefi
 const withQuery = HOSTILE_ENDPOINTS.filter((endpoint) => endpoint.query !== undefined);
 const withArrays = HOSTILE_ENDPOINTS.filter((endpoint) => (endpoint.arrayFields ?? []).length > 0);
 const bodyEndpoint = fc.constantFrom(...withBody);
+/** Body fields that name tables (v1, and the v2 table operations). */
+const TABLE_NAME_FIELDS: ReadonlySet<string> = new Set(['tableName', 'tableList', 'name', 'tables']);
 const queryEndpoint = fc.constantFrom(...withQuery);
 const JSON_TYPE = ['content-type', 'application/json'] as const;
 
@@ -372,7 +374,12 @@ function hostileRequests(target: Target, key: string): Record<string, fc.Arbitra
         const name = `${segments[0] === 'seed' ? '/' : ''}${segments.join('/')}`.replace(/^(?![./%~])/, '../');
         if (where === 'query') return queryRequest(reader, target, `tableName=${encodeURIComponent(name)}&id=${SEED.row}`);
         if (where === 'instance') return jsonRequest(endpoint, { ...target, instance: encodeURIComponent(name) }, validBody(endpoint));
-        return jsonRequest(endpoint, target, JSON.stringify(withField(endpoint.body, endpoint.nameFields?.[0] ?? [], name)));
+        const tableField = endpoint.nameFields?.find((field) => TABLE_NAME_FIELDS.has(String(field[0])));
+        if (tableField !== undefined) return jsonRequest(endpoint, target, JSON.stringify(withField(endpoint.body, tableField, name)));
+        // The table is in the path (v2 row operations): the name goes there. Their body names only
+        // families, where "." and ".." are legal names.
+        const inPath = { ...endpoint, path: (instance: string, store: string) => endpoint.path(instance, store).replace(`/tables/${SEED.table}/`, `/tables/${encodeURIComponent(name)}/`) };
+        return jsonRequest(inPath, target, validBody(endpoint));
       }),
     'repeated and unknown query parameters': fc
       .tuple(queryEndpoint, fc.constantFrom('tableName', 'id', 'other'), fc.string({ maxLength: 10 }))
