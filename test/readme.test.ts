@@ -26,11 +26,21 @@ function curlExamples(): Array<{ command: string; expected: string }> {
   });
 }
 
-/** Timestamps are the time of the run; everything else must match exactly. */
-function withoutTimestamps(json: unknown): unknown {
-  return JSON.parse(JSON.stringify(json), (key, value: unknown) =>
-    key === 'timestamp' && typeof value === 'string' && /^\d{4}-\d{2}-\d{2}T[\d:.]+Z$/.test(value) ? '<timestamp>' : value,
-  );
+/**
+ * Timestamps are the time of the run, so each is replaced by a name given in order of first
+ * appearance over the whole run: cells the README shows with one timestamp must share one in the
+ * answers, and cells it shows with different ones must differ. One namer serves the documented
+ * answers, another the real ones.
+ */
+function timestampNamer(): (json: unknown) => unknown {
+  const names = new Map<string, string>();
+  return (json) =>
+    JSON.parse(JSON.stringify(json), (key, value: unknown) => {
+      if (key !== 'timestamp' || typeof value !== 'string') return value;
+      expect(value, 'an RFC 3339 UTC timestamp with microseconds').to.match(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/);
+      if (!names.has(value)) names.set(value, `<timestamp ${names.size + 1}>`);
+      return names.get(value);
+    });
 }
 
 describe('README', () => {
@@ -71,11 +81,22 @@ describe('README', () => {
 
     it('answer what the README shows', async () => {
       const host = new URL(service.baseUrl).host;
+      const [documentedTimes, answeredTimes] = [timestampNamer(), timestampNamer()];
       for (const { command, expected } of curlExamples()) {
         const { stdout } = await execFileAsync('bash', ['-c', command.replaceAll('localhost:8080', host)]);
         const documented = JSON.parse(expected) as unknown;
-        expect(withoutTimestamps(JSON.parse(stdout)), command).to.deep.equal(withoutTimestamps(documented));
+        expect(answeredTimes(JSON.parse(stdout)), command).to.deep.equal(documentedTimes(documented));
       }
+    });
+
+    it('matches paths case-insensitively, and names in them exactly, as it says', async () => {
+      expect(README).to.contain('Paths are matched case-insensitively');
+      const create = (path: string) =>
+        fetch(new URL(path, service.baseUrl), { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"tableName": "case-check", "columnFamily": "cf"}' });
+      expect((await create('/V1/local/CreateTable')).status).to.equal(201);
+      expect(((await (await create('/v1/LOCAL/createTable')).json()) as { code: string }).code).to.equal('INSTANCE_NOT_FOUND');
+      const deleted = await fetch(new URL('/v1/local/deleteTable', service.baseUrl), { method: 'DELETE', headers: { 'content-type': 'application/json' }, body: '{"tableList": ["case-check"]}' });
+      expect(deleted.status).to.equal(200);
     });
   });
 

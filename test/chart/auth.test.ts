@@ -11,7 +11,7 @@ import { type ServiceProcess, cleanEnv, runService } from '../support/service-pr
 const API_KEYS_FILE = '/etc/kvcrud/api-keys/keys.json';
 const GRANTS_FILE = '/etc/kvcrud/oidc-grants/grants.json';
 const SERVICE_ACCOUNT_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';
-const README = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+const SECURITY_DOC = readFileSync(new URL('../../docs/security.md', import.meta.url), 'utf8');
 
 function podSpec(manifests: readonly Manifest[]): Manifest {
   return only(manifests, 'Deployment')['spec'].template.spec as Manifest;
@@ -270,9 +270,9 @@ describe('the Helm chart authentication values', function () {
     expect((await rendered('ci/auth-oidc-in-cluster-values.yaml', { 'auth.oidc.issuer': 'https://issuer.example.com' })).checksum).to.not.equal(grantsBefore.checksum);
   });
 
-  describe('in README "Secure it"', () => {
-    // Each ```yaml block of the README that sets chart values (auth:), placeholders filled in.
-    const blocks = [...README.matchAll(/```yaml\n([\s\S]*?)```/g)]
+  describe('in docs/security.md', () => {
+    // Each ```yaml block of docs/security.md that sets chart values (auth:), placeholders filled in.
+    const blocks = [...SECURITY_DOC.matchAll(/```yaml\n([\s\S]*?)```/g)]
       .map(([, block = '']) => block.replaceAll(/"<hex SHA-256 of [^"]*>"/g, `"${sha256Hex('a key')}"`))
       .filter((block) => /^auth:$/m.test(block));
 
@@ -302,7 +302,7 @@ describe('the Helm chart authentication values', function () {
     it('says truly which variables auth.oidc.inCluster sets', async () => {
       const block = blocks.find((candidate) => candidate.includes('inCluster: true')) ?? '';
       // "which sets `A=x`, `B=y` and `C=z`", in the paragraph right after the block.
-      const sentence = /```yaml\n[^`]*inCluster: true[^`]*```\n\nwhich sets ([\s\S]*?)\n\n/.exec(README)?.[1] ?? '';
+      const sentence = /```yaml\n[^`]*inCluster: true[^`]*```\n\nwhich sets ([\s\S]*?)\n\n/.exec(SECURITY_DOC)?.[1] ?? '';
       const stated = Object.fromEntries([...sentence.matchAll(/`([A-Z_]+)=([^`]+)`/g)].map(([, name = '', value = '']) => [name, value]));
       expect(Object.keys(stated)).to.have.members(['AUTH_OIDC_JWKS_URI', 'AUTH_OIDC_JWKS_TOKEN_FILE', 'NODE_EXTRA_CA_CERTS']);
       const dir = tempDirectory();
@@ -316,10 +316,10 @@ describe('the Helm chart authentication values', function () {
   });
 
   describe('NOTES.txt', () => {
-    it('warns that API keys without a key refuse every call, with the key recipe of README "Secure it"', async () => {
+    it('warns that API keys without a key refuse every call, with the key recipe of docs/security.md', async () => {
       const text = await notes(helm, { valuesFiles: ['ci/default-values.yaml'] });
       expect(text).to.contain('WARNING: auth.apiKeys.keys is empty: every v1 call is refused (401) until you add a key.');
-      const recipe = /Make a key and its digest:\n\n```sh\n([\s\S]*?)```/.exec(README)?.[1] ?? '';
+      const recipe = /Make a key and its digest:\n\n```sh\n([\s\S]*?)```/.exec(SECURITY_DOC)?.[1] ?? '';
       expect(recipe).to.contain('openssl rand');
       for (const line of recipe.trim().split('\n')) expect(text).to.contain(`  ${line}\n`);
       expect(text).to.contain("helm upgrade kvcrud charts/kvcrud --namespace apps --reuse-values \\\n    --set-json 'auth.apiKeys.keys=[");

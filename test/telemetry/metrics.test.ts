@@ -166,9 +166,9 @@ describe('GET /metrics', () => {
   });
 });
 
-describe('the README', () => {
+describe('docs/observability.md', () => {
   it('lists every kvcrud metric with its type and labels', () => {
-    const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+    const readme = readFileSync(new URL('../../docs/observability.md', import.meta.url), 'utf8');
     const own = createMetrics().registry.getMetricsAsArray().filter((metric) => metric.name.startsWith('kvcrud_'));
     expect(own).to.have.length.above(0);
     for (const metric of own) {
