@@ -48,7 +48,10 @@ export class StoreDirectory {
   instance(storeName: string, instance: string): NamedStore {
     const store = this.store(storeName);
     if (!store.instances.includes(instance)) {
-      throw new ApiError('INSTANCE_NOT_FOUND', `Instance "${shorten(instance)}" is not served by store "${store.name}".`);
+      throw new ApiError(
+        'INSTANCE_NOT_FOUND',
+        `Instance "${shorten(instance)}" is not served by store "${store.name}". GET /v2/stores lists the instances you may use; a store's instances are set in STORES_FILE (INSTANCE_IDS for the one store without it).`,
+      );
     }
     return store;
   }

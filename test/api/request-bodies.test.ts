@@ -119,6 +119,50 @@ describe('request bodies', () => {
     });
   });
 
+  describe('JSON that is not valid', () => {
+    const cases: Record<string, string> = {
+      '{"tableName": }': ': unexpected "}".',
+      '{"tableName" "x"}': ': it breaks at line 1, column 14 (character 14).',
+      '[1,': ': it ends before the JSON does.',
+      '{"__proto__": {}}': ': it has a "__proto__" key.',
+    };
+    for (const [body, reason] of Object.entries(cases)) {
+      it(`says in its own words where ${body} breaks`, async () => {
+        const response = await post(Buffer.from(body));
+        expect((response.body as { code: string }).code).to.equal('MALFORMED_JSON');
+        expect((response.body as { detail: string }).detail).to.equal(`The body is not a valid JSON object or array${reason}`);
+      });
+    }
+  });
+
+  it('names the characters a table name may hold in a sentence that ends once', async () => {
+    const response = await app().api.post(`/v1/${app().instance}/createTable`, { tableName: 'a b', columnFamily: 'cf' });
+    expect(response.body.detail).to.equal('tableName may hold letters, digits, _ - and dots, and must start with a letter, digit or _.');
+  });
+
+  describe('a GET with a JSON body', () => {
+    const get = (path: string, body: string) => sendRaw(app().baseUrl, { method: 'GET', path, headers: [JSON_TYPE], body: Buffer.from(body) }, app().api);
+
+    it('is told that the parameters belong in the query string', async () => {
+      const response = await get(`/v1/${app().instance}/readCellData`, '{"tableName": "bodies", "id": "r"}');
+      expect(response.status).to.equal(400);
+      expect((response.body as { code: string }).code).to.equal('VALIDATION_FAILED');
+      expect((response.body as { detail: string }).detail).to.contain('takes its parameters in the query string (?tableName=…&id=…)');
+    });
+
+    it('is answered as usual when its query is right: the body is not read', async () => {
+      const response = await get(`/v1/${app().instance}/readCellData?tableName=bodies&id=absent`, '{"tableName": "other"}');
+      expect(response.status).to.equal(404);
+      expect((response.body as { code: string }).code).to.equal('ROW_NOT_FOUND');
+    });
+
+    it('gives no such hint without a body', async () => {
+      const response = await app().api.get(`/v1/${app().instance}/readCellData`);
+      expect(response.status).to.equal(400);
+      expect(response.body.detail).to.not.contain('query string');
+    });
+  });
+
   it('answers 415 for a repeated Content-Type, whichever comes first', async () => {
     for (const types of [['application/json', 'text/plain'], ['text/plain', 'application/json'], ['application/json', 'application/json']]) {
       const response = await post(Buffer.from(insert('two-types')), types.map((type) => ['content-type', type] as const));

@@ -161,6 +161,8 @@ for (const { modes, forms } of MODES) {
       } else {
         expect(response.status, what).to.equal(404);
         expect(response.body.code, what).to.equal('INSTANCE_NOT_FOUND');
+        // Only callers who may use every served instance get this far, so the detail names them.
+        expect(response.body.detail, what).to.contain('INSTANCE_IDS').and.contain(`It serves ${app().instances.map((name) => `"${name}"`).join(', ')}.`);
       }
     }
 

@@ -92,6 +92,8 @@ export function readCellDataCases(store: HarnessFactory): void {
       const response = await app().api.get('/v1/unknown-instance/readCellData?tableName=t&id=r');
       expect(response.status).to.equal(404);
       expect(response.body.code).to.equal('INSTANCE_NOT_FOUND');
+      // How to fix it: the setting, and (every caller may use them all here) the served instances.
+      expect(response.body.detail).to.contain('INSTANCE_IDS').and.contain(`It serves ${app().instances.map((name) => `"${name}"`).join(', ')}.`);
     });
 
     describe('validation', () => {

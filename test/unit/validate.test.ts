@@ -57,8 +57,8 @@ describe('validate', () => {
     expect(result.errors).to.have.length(MAX_REPORTED_ERRORS);
     // And one more: the cells all write the same column (joi's one pass finds it too).
     expect(result.errorCount).to.equal(300_001);
-    expect(result.errors[0]).to.deep.equal({ path: 'data[0].columnFamily', message: 'data[0].columnFamily must contain only letters, digits, _ - and .' });
-    expect(result.errors[3]).to.deep.equal({ path: 'data[1].columnFamily', message: 'data[1].columnFamily must contain only letters, digits, _ - and .' });
+    expect(result.errors[0]).to.deep.equal({ path: 'data[0].columnFamily', message: 'data[0].columnFamily may hold only letters, digits, _ - and dots' });
+    expect(result.errors[3]).to.deep.equal({ path: 'data[1].columnFamily', message: 'data[1].columnFamily may hold only letters, digits, _ - and dots' });
     expect(JSON.stringify(result).length).to.be.below(4096);
   });
 

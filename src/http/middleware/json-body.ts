@@ -107,10 +107,22 @@ export function parseJson(bytes: Uint8Array): unknown {
     // bourne: JSON.parse that refuses `__proto__` keys, which could pollute prototypes downstream.
     return bourne.parse(text, { protoAction: 'error' });
   } catch (error) {
-    // The parser's message says where the JSON breaks; it holds nothing but the caller's own input.
-    const reason = error instanceof Error ? `: ${shorten(error.message)}` : '';
-    throw new ApiError('MALFORMED_JSON', `The body is not a valid JSON object or array${reason}.`);
+    throw new ApiError('MALFORMED_JSON', `The body is not a valid JSON object or array${whereJsonBreaks(error)}.`);
   }
+}
+
+/**
+ * Where a body's JSON breaks, in our words: the parser's own message is an implementation's
+ * wording (and quotes the input), so only the position is taken from it.
+ */
+function whereJsonBreaks(error: unknown): string {
+  const message = error instanceof Error ? error.message : '';
+  if (message.includes('forbidden prototype property')) return ': it has a "__proto__" key';
+  if (message.includes('end of JSON input')) return ': it ends before the JSON does';
+  const at = /at position (\d+) \(line (\d+) column (\d+)\)/.exec(message);
+  if (at !== null) return `: it breaks at line ${at[2]}, column ${at[3]} (character ${Number(at[1]) + 1})`;
+  const token = /^Unexpected token '(.{1,4})'/u.exec(message);
+  return token !== null ? `: unexpected ${JSON.stringify(token[1])}` : '';
 }
 
 /** Thrown (and mapped to 408) when a body arrives slower than the minimum rate. */

@@ -4,6 +4,7 @@ import type { Middleware } from 'koa';
 import type { AppState } from '../app-state.ts';
 import { clientGone } from '../client-gone.ts';
 import { jsonBody } from '../middleware/json-body.ts';
+import { ApiError } from '../../service/errors.ts';
 import { QUERY_LIMITS, parseQuery } from '../query.ts';
 import type { Operation, Services } from './operation.ts';
 
@@ -37,12 +38,17 @@ export function registerOperations(router: Router<AppState>, operations: readonl
   for (const operation of operations) {
     const lists = listParameters(operation.query);
     const handler: RouterMiddleware<AppState> = async (ctx) => {
-      const raw = {
-        params: pathParams(ctx, operation),
-        query: operation.query === undefined ? {} : parseQuery(ctx.querystring, QUERY_LIMITS, lists),
-        body: ctx.request.body,
-      };
-      const result = await operation.run(raw, { services: options.services, signal: clientGone(ctx), caller: ctx.state.caller });
+      let result: unknown;
+      try {
+        const raw = {
+          params: pathParams(ctx, operation),
+          query: operation.query === undefined ? {} : parseQuery(ctx.querystring, QUERY_LIMITS, lists),
+          body: ctx.request.body,
+        };
+        result = await operation.run(raw, { services: options.services, signal: clientGone(ctx), caller: ctx.state.caller });
+      } catch (error) {
+        throw operation.body || !sentBody(ctx) ? error : withQueryHint(error, operation);
+      }
       ctx.status = operation.success.status;
       if (result !== undefined) ctx.body = result;
     };
@@ -50,6 +56,27 @@ export function registerOperations(router: Router<AppState>, operations: readonl
     const chain = [options.authenticate, ...limited, ...options.guards(operation), ...(operation.body ? [body] : []), handler];
     router[operation.method](routePath(operation.path), ...chain);
   }
+}
+
+/** Whether the request came with a body (which an operation without one never reads). */
+function sentBody(ctx: RouterContext<AppState>): boolean {
+  return (ctx.request.length ?? 0) > 0 || ctx.get('transfer-encoding') !== '';
+}
+
+/**
+ * A VALIDATION_FAILED of an operation that takes no body, for a request that sent one: most
+ * likely its parameters went into the body, so the detail says where they belong.
+ */
+function withQueryHint(error: unknown, operation: Operation): unknown {
+  if (!(error instanceof ApiError) || error.code !== 'VALIDATION_FAILED') return error;
+  const names = Object.keys((operation.query?.describe().keys ?? {}) as Record<string, unknown>);
+  const where = names.length === 0 ? 'in its path' : `in the query string (?${names.map((name) => `${name}=…`).join('&')})`;
+  return new ApiError(
+    'VALIDATION_FAILED',
+    `${error.detail} ${operation.method.toUpperCase()} ${operation.path} takes its parameters ${where}; the request's body is not read.`,
+    error.extensions,
+    error.cause,
+  );
 }
 
 /** The router's path of an OpenAPI template: `{name}` is a parameter, a literal `:` is escaped. */

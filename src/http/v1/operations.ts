@@ -1,5 +1,6 @@
 import type { RouterMiddleware } from '@koa/router';
 import Joi from 'joi';
+import { usableStores } from '../../auth/access.ts';
 import { ApiError, type ErrorCode } from '../../service/errors.ts';
 import type { MutationFields, MutationInput } from '../../service/rows.ts';
 import type { TableTarget } from '../../service/tables.ts';
@@ -165,7 +166,16 @@ export function v1Guards(services: Services, defaultStore: string): (operation: 
   const servedInstance: RouterMiddleware<AppState> = (ctx, next) => {
     const instanceID = ctx.params['instanceID'] ?? '';
     if (!services.stores.default.instances.includes(instanceID)) {
-      throw new ApiError('INSTANCE_NOT_FOUND', `Instance "${shorten(instanceID)}" is not served by this service.`);
+      // The served instances are named only to a caller who may use them all: naming them tells
+      // it nothing new. Without authentication every caller may.
+      const caller = ctx.state.caller;
+      const visible = caller === undefined ? [] : (usableStores(caller, services.stores).find((store) => store.name === defaultStore)?.instances ?? []);
+      const served = services.stores.default.instances;
+      const list = visible.length === served.length ? ` It serves ${served.map((name) => `"${name}"`).join(', ')}.` : '';
+      throw new ApiError(
+        'INSTANCE_NOT_FOUND',
+        `Instance "${shorten(instanceID)}" is not served by this service.${list} The served instances are set by INSTANCE_IDS (with STORES_FILE, by the default store's instances).`,
+      );
     }
     ctx.state.store = defaultStore;
     return next();
