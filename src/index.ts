@@ -1,8 +1,22 @@
 /**
- * The process entry. Tracing, when the OTEL_* variables ask for it, must be started before the
- * modules it instruments are loaded, so the service itself (server.ts) is imported only after.
+ * The process entry. The heap is sized first: unless whoever started the process chose its size,
+ * the process replaces itself (same PID, same arguments) with one started with the flags chosen
+ * from its memory limit (heap-size.ts). Tracing, when the OTEL_* variables ask for it, must be
+ * started before the modules it instruments are loaded, so the service itself (server.ts) is
+ * imported only after.
  */
-import { startTracing, tracingRequested } from './telemetry/tracing.ts';
+import { totalmem } from 'node:os';
+import { HEAP_CHOICE_VARIABLE, heapChoice, heapFlags, heapSizeChosenBy } from './heap-size.ts';
 
+// process.execve is missing where the platform has no execve (Windows): Node's defaults then.
+if (process.execve !== undefined && !heapSizeChosenBy(process.execArgv, process.env['NODE_OPTIONS'])) {
+  const choice = heapChoice(process.constrainedMemory(), totalmem());
+  process.execve(process.execPath, [process.execPath, ...heapFlags(choice), ...process.execArgv, ...process.argv.slice(1)], {
+    ...process.env,
+    [HEAP_CHOICE_VARIABLE]: JSON.stringify(choice),
+  });
+}
+
+const { startTracing, tracingRequested } = await import('./telemetry/tracing.ts');
 if (tracingRequested(process.env)) await startTracing();
 await import('./server.ts');

@@ -1,7 +1,9 @@
 import type { AddressInfo } from 'node:net';
+import { getHeapStatistics } from 'node:v8';
 import { createApp, createMetricsApp } from './app.ts';
 import { type Authenticator, openAuthenticator } from './auth/authenticator.ts';
 import { ConfigError, type Config, loadConfig } from './config.ts';
+import { HEAP_CHOICE_VARIABLE, describeHeap } from './heap-size.ts';
 import { DrainState } from './http/drain-state.ts';
 import { shutDown } from './shutdown.ts';
 import { createHttpServer } from './http/http-server.ts';
@@ -77,7 +79,14 @@ server.on('listening', () => {
   );
   // The default store at the top, as the line had it with one store; then every store.
   logger.info(
-    { port, store: config.stores.default.name, ...described[config.stores.default.name], stores: described, auth },
+    {
+      port,
+      store: config.stores.default.name,
+      ...described[config.stores.default.name],
+      stores: described,
+      auth,
+      heap: describeHeap(getHeapStatistics().heap_size_limit, process.env[HEAP_CHOICE_VARIABLE]),
+    },
     `kvcrud listening on port ${port}`,
   );
   if (config.auth.modes.length === 0) {

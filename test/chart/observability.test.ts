@@ -155,7 +155,6 @@ describe('the Helm chart observability values', function () {
       const manifests = await render(helm, { valuesFiles: [OBSERVABILITY] });
       expect(Object.keys(serviceConfigMap(manifests)['data'] as object).filter((name) => name.startsWith('OTEL_'))).to.deep.equal([]);
       expect(container(manifests)['env']).to.deep.equal([
-        { name: 'NODE_OPTIONS', value: '--max-old-space-size=256 --max-semi-space-size=16' },
         { name: 'POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } },
         { name: 'POD_NAMESPACE', valueFrom: { fieldRef: { fieldPath: 'metadata.namespace' } } },
         { name: 'OTEL_EXPORTER_OTLP_ENDPOINT', value: 'http://otel-collector.observability.svc:4318' },

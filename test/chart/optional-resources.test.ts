@@ -17,13 +17,12 @@ describe('the Helm chart optional resources', function () {
     expect(kinds).to.deep.equal(['ConfigMap', 'Deployment', 'Secret', 'Service', 'ServiceAccount']);
   });
 
-  it('autoscale on CPU and memory, leaving the replica count to the autoscaler', () => {
+  it('autoscale on CPU (memory stays near the request whatever the load), leaving the replica count to the autoscaler', () => {
     const hpa = only(production, 'HorizontalPodAutoscaler');
     expect(hpa['apiVersion']).to.equal('autoscaling/v2');
     expect(hpa['spec']).to.deep.include({ minReplicas: 3, maxReplicas: 12, scaleTargetRef: { apiVersion: 'apps/v1', kind: 'Deployment', name: 'kvcrud' } });
     expect(hpa['spec'].metrics.map((metric: Manifest) => [metric['resource'].name, metric['resource'].target.averageUtilization])).to.deep.equal([
       ['cpu', 60],
-      ['memory', 80],
     ]);
     expect(only(production, 'Deployment')['spec']).to.not.have.property('replicas');
   });
@@ -43,7 +42,17 @@ describe('the Helm chart optional resources', function () {
     for (const rule of policy['spec'].ingress as Manifest[]) {
       expect(rule['from'].map((peer: Manifest) => peer['namespaceSelector'].matchLabels['kubernetes.io/metadata.name'])).to.deep.equal(['shop', 'monitoring']);
     }
-    expect(policy['spec'].egress).to.have.length(2);
+    // DNS and HTTPS as the values ask, then the GKE metadata server, since Workload Identity is on.
+    expect(policy['spec'].egress).to.have.length(4);
+    expect(policy['spec'].egress.slice(2)).to.deep.equal([
+      { to: [{ ipBlock: { cidr: '169.254.169.254/32' } }], ports: [{ port: 80, protocol: 'TCP' }] },
+      { to: [{ ipBlock: { cidr: '169.254.169.252/32' } }], ports: [{ port: 988, protocol: 'TCP' }] },
+    ]);
+  });
+
+  it('open no way to the metadata server without Workload Identity', async () => {
+    const manifests = await render(helm, { valuesFiles: ['ci/existing-secret-values.yaml'], set: { networkPolicy: { enabled: true, egress: [{ ports: [{ port: 443, protocol: 'TCP' }] }] } } });
+    expect(JSON.stringify(only(manifests, 'NetworkPolicy')['spec'].egress)).to.not.contain('169.254');
   });
 
   it('admit every source on the HTTP and metrics ports only, and leave egress open, by default', async () => {

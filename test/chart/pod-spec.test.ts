@@ -85,7 +85,7 @@ describe('the Helm chart pod spec', function () {
   it('passes resources, scheduling and pod metadata through', async () => {
     const manifests = await render(helm, { valuesFiles: ['ci/production-values.yaml'] });
     const template = only(manifests, 'Deployment')['spec'].template;
-    expect(container(manifests)['resources']).to.deep.equal({ requests: { cpu: '250m', memory: '256Mi' }, limits: { memory: '512Mi' } });
+    expect(container(manifests)['resources']).to.deep.equal({ requests: { cpu: '250m', memory: '288Mi' }, limits: { memory: '512Mi' } });
     expect(container(manifests)['image']).to.match(/^us-docker\.pkg\.dev\/my-project\/kvcrud\/kvcrud@sha256:[0-9a-f]{64}$/);
     expect(template.spec.imagePullSecrets).to.deep.equal([{ name: 'registry-credentials' }]);
     expect(template.spec.priorityClassName).to.equal('high-priority');

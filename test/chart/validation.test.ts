@@ -217,6 +217,36 @@ describe('the Helm chart refuses invalid values', function () {
       set: { stores: { main: { driver: 'bigtable', projectId: 'my-project', instances: ['my-instance'] } }, 'embedded.persistence.enabled': true },
       problems: [/^embedded\.persistence\.enabled only applies with an embedded store \(an entry of stores with driver: embedded\)$/],
     },
+    {
+      name: 'a disruption budget no eviction can meet (minAvailable not below replicaCount)',
+      valuesFiles: ['ci/default-values.yaml'],
+      set: { replicaCount: 2, podDisruptionBudget: { enabled: true, minAvailable: 2, maxUnavailable: '' } },
+      problems: [/^podDisruptionBudget\.minAvailable \(2\) is not below the replicaCount \(2\): no pod could ever be evicted/],
+    },
+    {
+      name: 'a disruption budget no eviction can meet at the autoscaler\'s minimum',
+      valuesFiles: ['ci/default-values.yaml'],
+      set: { autoscaling: { enabled: true, minReplicas: 2, maxReplicas: 5 }, podDisruptionBudget: { enabled: true, minAvailable: 3, maxUnavailable: '' } },
+      problems: [/^podDisruptionBudget\.minAvailable \(3\) is not below the autoscaling\.minReplicas \(2\)/],
+    },
+    {
+      name: 'a disruption budget of minAvailable 100%',
+      valuesFiles: ['ci/default-values.yaml'],
+      set: { replicaCount: 3, podDisruptionBudget: { enabled: true, minAvailable: '100%', maxUnavailable: '' } },
+      problems: [/^podDisruptionBudget\.minAvailable 100% lets no pod be evicted/],
+    },
+    {
+      name: 'a disruption budget of maxUnavailable 0',
+      valuesFiles: ['ci/default-values.yaml'],
+      set: { replicaCount: 3, podDisruptionBudget: { enabled: true, maxUnavailable: 0 } },
+      problems: [/^podDisruptionBudget\.maxUnavailable 0 lets no pod be evicted/],
+    },
+    {
+      name: 'an extraEnv naming a variable twice',
+      valuesFiles: ['ci/default-values.yaml'],
+      set: { extraEnv: [{ name: 'A', value: '1' }, { name: 'A', value: '2' }] },
+      problems: [/^extraEnv names A more than once/],
+    },
   ];
 
   for (const { name, valuesFiles, set, problems } of cases) {

@@ -36,7 +36,7 @@ function values(): Value[] {
 }
 
 const CHART_README = readFileSync(`${CHART_DIR}README.md`, 'utf8');
-const ROOT_README = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+const KUBERNETES_DOC = readFileSync(new URL('../../docs/kubernetes.md', import.meta.url), 'utf8');
 
 /** The README's value table rows: path -> default cell. */
 function documentedValues(): Map<string, string> {
@@ -89,7 +89,7 @@ describe('the Helm chart documentation', () => {
       helm = await helmBinary(this);
     });
 
-    for (const [readme, text] of [['README.md', ROOT_README], ['charts/kvcrud/README.md', CHART_README]] as const) {
+    for (const [readme, text] of [['docs/kubernetes.md', KUBERNETES_DOC], ['charts/kvcrud/README.md', CHART_README]] as const) {
       it(`render as shown in ${readme}`, async () => {
         const commands = helmInstallCommands(text);
         expect(commands, readme).to.not.deep.equal([]);

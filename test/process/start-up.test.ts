@@ -1,9 +1,10 @@
 import { createServer, type IncomingMessage } from 'node:http';
 import { type AddressInfo, createServer as createNetServer } from 'node:net';
 import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'chai';
+import { heapChoice } from '../../src/heap-size.ts';
 import { ApiClient } from '../support/api-client.ts';
 import { emulatorHost } from '../support/emulator.ts';
 import { cleanEnv, runService, runServiceToExit, serviceEnv } from '../support/service-process.ts';
@@ -163,6 +164,33 @@ describe('the service process', () => {
         expect(await exited).to.equal(0);
       } finally {
         silent.close();
+      }
+    });
+
+    it('sizes its heap itself, unless NODE_OPTIONS does, and says which in the start-up line', async function () {
+      this.timeout(60_000);
+      const dataDir = mkdtempSync(join(tmpdir(), 'kvcrud-heap-'));
+      const startLine = async (vars: Record<string, string>) => {
+        const service = await runService(cleanEnv({ PORT: '0', DATA_DIR: dataDir, ...vars }));
+        try {
+          const line = service.output.find((candidate) => candidate.includes('listening')) ?? '';
+          return { heap: (JSON.parse(line) as { heap: Record<string, unknown> }).heap, pid: service.process.pid };
+        } finally {
+          await service.stop();
+        }
+      };
+      try {
+        // The service runs under the same memory limit as this test, if any.
+        const expected = heapChoice(process.constrainedMemory(), totalmem());
+        const chosen = await startLine({});
+        expect(chosen.heap).to.include({ heapChosenBy: `kvcrud, for ${expected.budgetMiB} MiB (${expected.source})`, maxOldSpaceMiB: expected.maxOldSpaceMiB });
+        // The limit V8 reports is the old generation's plus the young generation's.
+        expect(chosen.heap['heapLimitMiB']).to.be.within(expected.maxOldSpaceMiB, expected.maxOldSpaceMiB + 4 * expected.maxSemiSpaceMiB);
+        const own = await startLine({ NODE_OPTIONS: '--max-old-space-size=700' });
+        expect(own.heap).to.include({ heapChosenBy: 'NODE_OPTIONS or node flags' });
+        expect(own.heap['heapLimitMiB']).to.be.within(700, 1000);
+      } finally {
+        rmSync(dataDir, { recursive: true, force: true });
       }
     });
 

@@ -272,3 +272,83 @@ milliseconds.
 {{- $unit := regexFind "[a-z]+$" . }}
 {{- mul $number (get (dict "ms" 1 "s" 1000 "m" 60000 "h" 3600000) $unit) }}
 {{- end }}
+
+{{/*
+kvcrud.chartEnv lists the container's environment the chart sets itself (beyond the ConfigMap):
+Node's flags, the cluster CA with inCluster OIDC, and the OpenTelemetry SDK's variables.
+*/}}
+{{- define "kvcrud.chartEnv" -}}
+{{- with .Values.nodeOptions }}
+# Node's own flags (heap sizing), read by node, not by the service.
+- name: NODE_OPTIONS
+  value: {{ . | quote }}
+{{- end }}
+{{- if include "kvcrud.oidcInCluster" . }}
+# Node trusts the cluster CA too, for the API server's certificate.
+- name: NODE_EXTRA_CA_CERTS
+  value: {{ printf "%s/ca.crt" (include "kvcrud.serviceAccountTokenDir" .) | quote }}
+{{- end }}
+{{- if include "kvcrud.tracingOn" . }}
+{{- $tracing := .Values.tracing }}
+# Tracing: the OpenTelemetry SDK's own variables, not the service's configuration.
+# POD_NAME and POD_NAMESPACE come first: OTEL_RESOURCE_ATTRIBUTES refers to them.
+- name: POD_NAME
+  valueFrom:
+    fieldRef:
+      fieldPath: metadata.name
+- name: POD_NAMESPACE
+  valueFrom:
+    fieldRef:
+      fieldPath: metadata.namespace
+- name: OTEL_EXPORTER_OTLP_ENDPOINT
+  value: {{ $tracing.otlpEndpoint | quote }}
+{{- with $tracing.protocol }}
+- name: OTEL_EXPORTER_OTLP_PROTOCOL
+  value: {{ . | quote }}
+{{- end }}
+{{- with $tracing.headersSecret.existingSecret }}
+- name: OTEL_EXPORTER_OTLP_HEADERS
+  valueFrom:
+    secretKeyRef:
+      name: {{ . }}
+      key: {{ $tracing.headersSecret.key | quote }}
+{{- end }}
+{{- with $tracing.sampler }}
+- name: OTEL_TRACES_SAMPLER
+  value: {{ . | quote }}
+{{- end }}
+{{- if ne (toString $tracing.samplerArg) "" }}
+- name: OTEL_TRACES_SAMPLER_ARG
+  value: {{ toString $tracing.samplerArg | quote }}
+{{- end }}
+- name: OTEL_SERVICE_NAME
+  value: {{ include "kvcrud.serviceName" . | quote }}
+- name: OTEL_RESOURCE_ATTRIBUTES
+  value: {{ include "kvcrud.resourceAttributes" . | quote }}
+{{- end }}
+{{- end }}
+
+{{/*
+kvcrud.env is the chart's environment with extraEnv merged over it by name: an extraEnv entry
+takes the place of the chart's entry of the same name (so $(VAR) references keep their order),
+the others follow. A name appears once: server-side apply refuses duplicate list entries.
+*/}}
+{{- define "kvcrud.env" -}}
+{{- $extra := .Values.extraEnv | default list }}
+{{- $byName := dict }}
+{{- range $extra }}{{- $_ := set $byName .name . }}{{- end }}
+{{- $env := list }}
+{{- $replaced := list }}
+{{- range (include "kvcrud.chartEnv" . | fromYamlArray) }}
+  {{- if hasKey $byName .name }}
+    {{- $env = append $env (get $byName .name) }}
+    {{- $replaced = append $replaced .name }}
+  {{- else }}
+    {{- $env = append $env . }}
+  {{- end }}
+{{- end }}
+{{- range $extra }}
+  {{- if not (has .name $replaced) }}{{- $env = append $env . }}{{- end }}
+{{- end }}
+{{- toYaml $env }}
+{{- end }}

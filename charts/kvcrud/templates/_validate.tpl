@@ -50,6 +50,13 @@ fails once, listing every problem, so one `helm install` tells the whole story.
 {{- if gt (int64 $v.config.maxInflightPerCaller) (int64 $v.config.maxInflight) }}
   {{- $problems = append $problems (printf "config.maxInflightPerCaller (%d) is above config.maxInflight (%d): one caller cannot have more requests in flight than the pod takes" (int64 $v.config.maxInflightPerCaller) (int64 $v.config.maxInflight)) }}
 {{- end }}
+{{- $extraNames := list }}
+{{- range $v.extraEnv }}
+  {{- if has .name $extraNames }}
+    {{- $problems = append $problems (printf "extraEnv names %s more than once (server-side apply refuses duplicate names)" .name) }}
+  {{- end }}
+  {{- $extraNames = append $extraNames .name }}
+{{- end }}
 {{- if and (not $v.serviceAccount.create) $v.serviceAccount.annotations }}
   {{- $problems = append $problems "serviceAccount.annotations only apply when serviceAccount.create is true (annotate your own ServiceAccount instead)" }}
 {{- end }}
@@ -61,6 +68,18 @@ fails once, listing every problem, so one `helm install` tells the whole story.
   {{- $max := ne (toString $v.podDisruptionBudget.maxUnavailable) "" }}
   {{- if eq $min $max }}
     {{- $problems = append $problems "podDisruptionBudget needs exactly one of minAvailable and maxUnavailable (set the other to \"\")" }}
+  {{- end }}
+  {{- /* A budget that can never be met blocks every node drain. */}}
+  {{- $fewest := ternary (int $v.autoscaling.minReplicas) (int $v.replicaCount) (and $v.autoscaling.enabled (not $embedded)) }}
+  {{- $minAvailable := toString $v.podDisruptionBudget.minAvailable }}
+  {{- if and $min (not $max) (not $embedded) (regexMatch "^[0-9]+$" $minAvailable) (ge (int $minAvailable) $fewest) }}
+    {{- $problems = append $problems (printf "podDisruptionBudget.minAvailable (%s) is not below the %s (%d): no pod could ever be evicted, and node drains would hang; lower it or use maxUnavailable" $minAvailable (ternary "autoscaling.minReplicas" "replicaCount" (and $v.autoscaling.enabled (not $embedded))) $fewest) }}
+  {{- end }}
+  {{- if and $min (eq $minAvailable "100%") }}
+    {{- $problems = append $problems "podDisruptionBudget.minAvailable 100% lets no pod be evicted, and node drains would hang; lower it or use maxUnavailable" }}
+  {{- end }}
+  {{- if and $max (has (toString $v.podDisruptionBudget.maxUnavailable) (list "0" "0%")) }}
+    {{- $problems = append $problems "podDisruptionBudget.maxUnavailable 0 lets no pod be evicted, and node drains would hang; use 1 or more" }}
   {{- end }}
 {{- end }}
 {{- /* auth: the service's own rules (src/config.ts), and values of a mode that is off are refused
