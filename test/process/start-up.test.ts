@@ -1,12 +1,13 @@
 import { createServer, type IncomingMessage } from 'node:http';
 import { type AddressInfo, createServer as createNetServer } from 'node:net';
-import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir, totalmem } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { expect } from 'chai';
 import { heapChoice } from '../../src/heap-size.ts';
 import { ApiClient } from '../support/api-client.ts';
 import { emulatorHost } from '../support/emulator.ts';
+import { closedPort } from '../support/fake-backends.ts';
 import { cleanEnv, runService, runServiceToExit, serviceEnv } from '../support/service-process.ts';
 import { TEST_PROJECT, randomInstanceId } from '../support/test-app.ts';
 
@@ -35,6 +36,57 @@ describe('the service process', () => {
       );
       expect(code).to.equal(EX_CONFIG);
       expect(stderr).to.match(/^kvcrud: invalid configuration: GOOGLE_APPLICATION_CREDENTIALS file "\/nonexistent\/key.json" cannot be read\n$/);
+    });
+  });
+
+  describe('when it cannot start', () => {
+    it('exits 1 with one plain line naming PORT when the port is taken, leaving a fresh data directory empty', async () => {
+      const taken = createNetServer().listen(0, '0.0.0.0');
+      await new Promise((resolve) => taken.once('listening', resolve));
+      const dataDir = join(mkdtempSync(join(tmpdir(), 'kvcrud-port-')), 'data');
+      try {
+        const port = (taken.address() as AddressInfo).port;
+        const { code, stdout, stderr } = await runServiceToExit(cleanEnv({ PORT: String(port), DATA_DIR: dataDir }));
+        expect(code).to.equal(1);
+        expect(stdout).to.equal('');
+        expect(stderr).to.equal(`kvcrud: cannot listen on port ${port}: another process is using it. Set PORT to a free port.\n`);
+        expect(existsSync(dataDir), 'the data directory').to.equal(false);
+      } finally {
+        taken.close();
+        rmSync(dirname(dataDir), { recursive: true, force: true });
+      }
+    });
+
+    it('exits 1 with one plain line naming DATA_DIR when the data directory cannot be made', async () => {
+      const parent = mkdtempSync(join(tmpdir(), 'kvcrud-datadir-'));
+      const file = join(parent, 'a-file');
+      writeFileSync(file, '');
+      try {
+        const { code, stdout, stderr } = await runServiceToExit(cleanEnv({ PORT: '0', DATA_DIR: join(file, 'data') }));
+        expect(code).to.equal(1);
+        expect(stdout).to.equal('');
+        expect(stderr).to.match(/^kvcrud: cannot open the embedded store: cannot create data directory .*: ENOTDIR\. Set DATA_DIR .*\n$/);
+        expect(stderr.split('\n')).to.have.length(2);
+      } finally {
+        rmSync(parent, { recursive: true, force: true });
+      }
+    });
+
+    it('starts anyway when a store cannot be reached, and warns loudly at once, naming it', async function () {
+      this.timeout(30_000);
+      const port = await closedPort();
+      const service = await runService(serviceEnv(randomInstanceId(), `127.0.0.1:${port}`));
+      try {
+        const listening = service.output.find((line) => line.includes('listening')) ?? '';
+        expect(listening).to.contain(`emulatorHost 127.0.0.1:${port}`).and.contain(`projectId ${TEST_PROJECT}`);
+        const started = Date.now();
+        while (!service.output.some((line) => line.includes('STORE NOT REACHABLE')) && Date.now() - started < 5000) await new Promise((resolve) => setTimeout(resolve, 50));
+        const warning = JSON.parse(service.output.find((line) => line.includes('STORE NOT REACHABLE')) ?? '{}') as { level?: string; store?: string };
+        expect(warning).to.include({ level: 'warn', store: 'bigtable' });
+        expect((await fetch(new URL('/healthz', service.baseUrl))).status).to.equal(200);
+      } finally {
+        await service.stop();
+      }
     });
   });
 
@@ -127,12 +179,15 @@ describe('the service process', () => {
 
     it('logs one start-up line naming the port, the store and the instances', async function () {
       const instance = randomInstanceId();
-      const service = await runService(
-        serviceEnv(instance, emulatorHost(this)),
-      );
+      const host = emulatorHost(this);
+      const service = await runService(serviceEnv(instance, host));
       try {
         const line = JSON.parse(service.output[0] ?? '{}') as Record<string, unknown>;
-        expect(line).to.include({ store: 'bigtable', msg: `kvcrud listening on port ${new URL(service.baseUrl).port}` });
+        // In words too: the project and the emulator, for whoever reads the log rather than parses it.
+        expect(line).to.include({
+          store: 'bigtable',
+          msg: `kvcrud listening on port ${new URL(service.baseUrl).port}: store bigtable (bigtable, projectId ${TEST_PROJECT}, emulatorHost ${host}) serving ${instance}`,
+        });
         expect(line['instances']).to.deep.equal([instance]);
       } finally {
         await service.stop();

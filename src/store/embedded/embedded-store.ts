@@ -76,7 +76,12 @@ export class EmbeddedStore implements DataStore {
    */
   static async open(options: EmbeddedStoreOptions): Promise<EmbeddedStore> {
     const dataDir = resolve(options.dataDir);
-    mkdirSync(dataDir, { recursive: true });
+    try {
+      mkdirSync(dataDir, { recursive: true });
+    } catch (error) {
+      const { code, message } = error as NodeJS.ErrnoException;
+      throw new StoreError('INTERNAL', `cannot create data directory ${dataDir}: ${code ?? message}`, { cause: error });
+    }
     const lock = ProcessLock.acquire(dataDir);
     try {
       prepareDatabase(dataDir);
