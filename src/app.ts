@@ -4,7 +4,7 @@ import { trace } from '@opentelemetry/api';
 import Koa, { type Middleware } from 'koa';
 import type { Logger } from 'pino';
 import { type Authenticator, NO_AUTHENTICATION } from './auth/authenticator.ts';
-import { type Config, DEFAULT_INFLIGHT_UNAUTHENTICATED, DEFAULT_MIN_BODY_BYTES_PER_SECOND, defaultInflightPerCaller } from './config.ts';
+import { type Config, DEFAULT_INFLIGHT_UNAUTHENTICATED, DEFAULT_MIN_BODY_BYTES_PER_SECOND, DEFAULT_V1_MAX_VERSIONS, defaultInflightPerCaller } from './config.ts';
 import type { AppState } from './http/app-state.ts';
 import { DrainState } from './http/drain-state.ts';
 import { InflightLimits } from './http/inflight-limits.ts';
@@ -40,7 +40,7 @@ const VERSION = (JSON.parse(readFileSync(new URL('../package.json', import.meta.
 
 export interface AppDeps {
   readonly config: Pick<Config, 'maxBodyBytes' | 'storeTimeoutMs' | 'maxInflight' | 'rateLimitPerSecond' | 'metricsPort'> &
-    Partial<Pick<Config, 'maxInflightPerCaller' | 'maxInflightUnauthenticated' | 'minBodyBytesPerSecond'>>;
+    Partial<Pick<Config, 'maxInflightPerCaller' | 'maxInflightUnauthenticated' | 'minBodyBytesPerSecond' | 'v1MaxVersions'>>;
   /**
    * The stores as the drivers opened them (openStores); the app measures, traces and
    * deadline-checks every call to them. The default store serves v1.
@@ -72,6 +72,7 @@ export function createApp({ config, stores: opened, logger, metrics = createMetr
     stores: directory,
     tables: new TableService({ stores: directory, storeTimeoutMs: config.storeTimeoutMs }),
     rows: new RowService({ stores: directory, storeTimeoutMs: config.storeTimeoutMs }),
+    v1MaxVersions: config.v1MaxVersions ?? DEFAULT_V1_MAX_VERSIONS,
   };
   const servesMetrics = config.metricsPort === undefined;
   const { authenticator, protectDocs } = auth ?? { authenticator: NO_AUTHENTICATION, protectDocs: false };

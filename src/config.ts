@@ -32,7 +32,19 @@ export interface Config {
   readonly logLevel: LogLevel;
   /** Port of a separate listener for /metrics; unset: /metrics is served on `port`. */
   readonly metricsPort?: number;
+  /**
+   * How many versions of each column a family created through v1 keeps (v1 reads only the
+   * latest), or 0 for every version.
+   */
+  readonly v1MaxVersions: number;
 }
+
+/**
+ * V1_MAX_VERSIONS by default. v1 reads only the latest version, so older ones only cost disk (and,
+ * on a store that reads by walking versions, time); a table rewritten 140 times per row grew
+ * without bound, where one version per column keeps it at the size of its live data.
+ */
+export const DEFAULT_V1_MAX_VERSIONS = 1;
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
@@ -128,6 +140,7 @@ const envSchema = Joi.object({
   MAX_INFLIGHT_UNAUTHENTICATED: Joi.number().integer().min(1).max(1_000_000).default(DEFAULT_INFLIGHT_UNAUTHENTICATED),
   MIN_BODY_BYTES_PER_SECOND: Joi.number().integer().min(0).max(1024 * MIB).default(DEFAULT_MIN_BODY_BYTES_PER_SECOND),
   RATE_LIMIT_PER_SECOND: Joi.number().integer().min(1).max(1_000_000),
+  V1_MAX_VERSIONS: Joi.number().integer().min(0).max(1000).default(DEFAULT_V1_MAX_VERSIONS),
   // The stores: STORES_FILE, or the v1 variables (DATA_STORE, INSTANCE_IDS, ...), which the
   // store drivers check (see loadStores).
   STORES_FILE: Joi.string().trim(),
@@ -186,6 +199,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     MAX_INFLIGHT_UNAUTHENTICATED: number;
     MIN_BODY_BYTES_PER_SECOND: number;
     RATE_LIMIT_PER_SECOND?: number;
+    V1_MAX_VERSIONS: number;
     SHUTDOWN_TIMEOUT_MS: number;
     LOG_LEVEL: LogLevel;
     METRICS_PORT?: number;
@@ -206,6 +220,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     shutdownTimeoutMs: vars.SHUTDOWN_TIMEOUT_MS,
     auth,
     logLevel: vars.LOG_LEVEL,
+    v1MaxVersions: vars.V1_MAX_VERSIONS,
     ...(vars.METRICS_PORT === undefined ? {} : { metricsPort: vars.METRICS_PORT }),
   });
 }

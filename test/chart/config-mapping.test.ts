@@ -50,6 +50,7 @@ describe('the Helm chart maps values to the service configuration', function () 
       MAX_INFLIGHT_UNAUTHENTICATED: '8',
       MIN_BODY_BYTES_PER_SECOND: '4096',
       RATE_LIMIT_PER_SECOND: '20',
+      V1_MAX_VERSIONS: '1',
       SHUTDOWN_TIMEOUT_MS: '12000',
       LOG_LEVEL: 'info',
       METRICS_PORT: '9090',

@@ -40,7 +40,7 @@ const KUBERNETES_DOC = readFileSync(new URL('../../docs/kubernetes.md', import.m
 
 /** The README's value table rows: path -> default cell. */
 function documentedValues(): Map<string, string> {
-  return new Map([...CHART_README.matchAll(/^\| `([A-Za-z.]+)` \| ([^|]+) \|/gm)].map(([, path = '', cell = '']) => [path, cell.trim()]));
+  return new Map([...CHART_README.matchAll(/^\| `([A-Za-z0-9.]+)` \| ([^|]+) \|/gm)].map(([, path = '', cell = '']) => [path, cell.trim()]));
 }
 
 /**

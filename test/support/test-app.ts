@@ -34,6 +34,8 @@ export interface TestAppOptions {
   /** MIN_BODY_BYTES_PER_SECOND; the service's default (16 KiB/s) when left out. */
   readonly minBodyBytesPerSecond?: number;
   readonly rateLimitPerSecond?: number;
+  /** V1_MAX_VERSIONS; the service's default (1) when left out. */
+  readonly v1MaxVersions?: number;
   /** Shorter server timeouts, for tests of slow clients. */
   readonly serverLimits?: Partial<ServerLimits>;
   /** Wraps the real store, to inject a fault that cannot be caused for real. */
@@ -108,6 +110,7 @@ export async function startTestApp(options: TestAppOptions): Promise<TestApp> {
       ...(options.maxInflightUnauthenticated === undefined ? {} : { maxInflightUnauthenticated: options.maxInflightUnauthenticated }),
       ...(options.minBodyBytesPerSecond === undefined ? {} : { minBodyBytesPerSecond: options.minBodyBytesPerSecond }),
       rateLimitPerSecond: options.rateLimitPerSecond,
+      ...(options.v1MaxVersions === undefined ? {} : { v1MaxVersions: options.v1MaxVersions }),
     },
     stores,
     logger,

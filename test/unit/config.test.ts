@@ -37,6 +37,7 @@ describe('loadConfig', () => {
       instanceIds: ['inst-a'],
       stores: onlyStore('bigtable', ['inst-a'], { projectId: 'my-project' }),
       shutdownTimeoutMs: 25_000,
+      v1MaxVersions: 1,
       auth: { modes: [], protectDocs: false },
       logLevel: 'info',
     });
@@ -55,6 +56,7 @@ describe('loadConfig', () => {
       instanceIds: ['local'],
       stores: onlyStore('embedded', ['local'], { dataDir: './data' }),
       shutdownTimeoutMs: 25_000,
+      v1MaxVersions: 1,
       auth: { modes: [], protectDocs: false },
       logLevel: 'info',
     });

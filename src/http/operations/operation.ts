@@ -25,6 +25,8 @@ export interface Services {
   readonly stores: StoreDirectory;
   readonly tables: TableService;
   readonly rows: RowService;
+  /** How many versions a family created through v1 keeps, or 0 for every version (V1_MAX_VERSIONS). */
+  readonly v1MaxVersions: number;
 }
 
 /** What an operation may know of the request besides its input. */

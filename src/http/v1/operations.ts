@@ -52,7 +52,7 @@ export const V1_OPERATIONS: readonly Operation[] = [
     pathParameters: ['instanceID'],
     params: instancePath,
     summary: 'Create a table with one column family',
-    description: 'Creates the table in the instance. Column families keep every version of a cell.',
+    description: 'Creates the table in the instance. Its column family keeps the latest version of each cell (V1_MAX_VERSIONS: that many, or 0 for every version).',
     body: schemas.createTableBody,
     bodyExample: () => ({ tableName: 'orders', columnFamily: 'cf' }),
     success: {
@@ -64,8 +64,10 @@ export const V1_OPERATIONS: readonly Operation[] = [
     errors: ['TABLE_ALREADY_EXISTS'],
     handle: async ({ params, body }, { services, signal }) => {
       const { store } = services.stores.default;
-      // A v1 family keeps every version; on a store that keeps only the latest, v1 (which reads only the latest) cannot tell.
-      const family = store.capabilities.multipleVersions ? { name: body.columnFamily } : { name: body.columnFamily, maxVersions: 1 };
+      // V1_MAX_VERSIONS (0: every version). A store that keeps only the latest keeps one whatever
+      // it says: v1, which reads only the latest, cannot tell.
+      const maxVersions = store.capabilities.multipleVersions ? services.v1MaxVersions : 1;
+      const family = maxVersions === 0 ? { name: body.columnFamily } : { name: body.columnFamily, maxVersions };
       await services.tables.create(tableTarget(services, params, body.tableName), [family], { signal });
       return { instanceID: params.instanceID, tableName: body.tableName, columnFamily: body.columnFamily };
     },
