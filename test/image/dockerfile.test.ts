@@ -68,17 +68,14 @@ describe('the Dockerfile', () => {
     expect(validate('from node:24\ncmd ["node", \'x\']\nWORKDIR app\n', STRICT)).to.have.length.of.at.least(3);
   });
 
-  it('builds in stages: compile, production dependencies, runtime', () => {
-    expect(all.map((stage) => stage.name)).to.deep.equal(['build', 'production-dependencies', null]);
-    expect(argumentsOf(all[0] as Stage, 'RUN').join('\n')).to.match(/\btsc -p tsconfig\.build\.json\b/);
-    expect(argumentsOf(all[1] as Stage, 'RUN').join('\n')).to.match(/ npm ci --omit=dev\b/);
-    // The runtime stage installs and compiles nothing; it only copies the other stages' results.
+  it('builds in stages: compile and trace the runtime files, then a runtime of only those', () => {
+    expect(all.map((stage) => stage.name)).to.deep.equal(['build', null]);
+    const build = argumentsOf(all[0] as Stage, 'RUN').join('\n');
+    expect(build).to.match(/\btsc -p tsconfig\.build\.json\b/);
+    expect(build).to.match(/\bnode scripts\/trace-runtime\.ts \/runtime\b/);
+    // The runtime stage installs and compiles nothing; it only copies the traced files.
     expect(argumentsOf(runtime, 'RUN')).to.deep.equal([]);
-    expect(argumentsOf(runtime, 'COPY')).to.deep.equal([
-      '--from=production-dependencies /app/node_modules ./node_modules',
-      '--from=build /app/dist ./dist',
-      'package.json ./',
-    ]);
+    expect(argumentsOf(runtime, 'COPY')).to.deep.equal(['--from=build /runtime ./']);
   });
 
   it('pins every stage to the exact Node release the tests run on', () => {
@@ -121,7 +118,7 @@ describe('the .dockerignore', () => {
   it('sends only the sources and the files the build reads', () => {
     const context = tracked.filter((file) => !ignore.ignores(file));
     const outside = context.filter((file) => !file.startsWith('src/'));
-    expect(outside.sort()).to.deep.equal(['package-lock.json', 'package.json', 'tsconfig.build.json', 'tsconfig.json']);
+    expect(outside.sort()).to.deep.equal(['package-lock.json', 'package.json', 'scripts/trace-runtime.ts', 'tsconfig.build.json', 'tsconfig.json']);
     expect(context).to.include('src/index.ts');
   });
 
