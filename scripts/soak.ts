@@ -1,5 +1,5 @@
 /**
- * npm run soak [-- --duration 180 --interval 10 --connections 16]
+ * npm run soak [-- --duration 180 --interval 10 --connections 16 --redis redis://127.0.0.1:6380]
  *
  * Holds a steady mixed load (half writes of 1 KiB rows, half reads of written rows) on the real
  * service, started as its own process, for a bounded time, and prints per interval: requests/s,
@@ -7,10 +7,10 @@
  * compares RSS after warm-up with RSS at the end, to show whether memory grows under steady load.
  *
  * The embedded store in a temporary directory by default; with BIGTABLE_EMULATOR_HOST set, Bigtable
- * through that emulator.
+ * through that emulator; with --redis, the Redis store on that server (from a STORES_FILE).
  */
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -22,6 +22,7 @@ const { values } = parseArgs({
     duration: { type: 'string', default: '180' },
     interval: { type: 'string', default: '10' },
     connections: { type: 'string', default: '16' },
+    redis: { type: 'string' },
   },
 });
 const durationS = Number(values.duration);
@@ -35,13 +36,17 @@ if (!(durationS > 0 && intervalS > 0 && connections > 0)) {
 const ROOT = new URL('../', import.meta.url).pathname;
 const emulator = process.env['BIGTABLE_EMULATOR_HOST'];
 const dataDir = mkdtempSync(join(tmpdir(), 'kvcrud-soak-'));
-const instance = emulator === undefined ? 'local' : `soak-${process.pid}`;
+const instance = emulator === undefined && values.redis === undefined ? 'local' : `soak-${process.pid}`;
+const storesFile = join(dataDir, 'stores.yaml');
+if (values.redis !== undefined) writeFileSync(storesFile, `stores:\n  redis: { driver: redis, url: "${values.redis}", instances: [${instance}] }\n`);
 const env = {
   PATH: process.env['PATH'] ?? '',
   PORT: '0',
-  ...(emulator === undefined
-    ? { DATA_DIR: dataDir }
-    : { BIGTABLE_EMULATOR_HOST: emulator, GOOGLE_CLOUD_PROJECT: 'kvcrud-soak', INSTANCE_IDS: instance }),
+  ...(values.redis !== undefined
+    ? { STORES_FILE: storesFile }
+    : emulator === undefined
+      ? { DATA_DIR: dataDir }
+      : { BIGTABLE_EMULATOR_HOST: emulator, GOOGLE_CLOUD_PROJECT: 'kvcrud-soak', INSTANCE_IDS: instance }),
 };
 
 // The service, as in production: its own process, its own log on stdout.
@@ -86,7 +91,7 @@ const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.lengt
 const table_ = (cells: Array<string | number>) => cells.map((cell) => String(cell).padStart(9)).join(' ');
 
 process.stdout.write(
-  `kvcrud soak: ${emulator === undefined ? 'embedded store' : `bigtable at ${emulator}`}, ${connections} connections, ` +
+  `kvcrud soak: ${values.redis !== undefined ? `redis at ${values.redis}` : emulator === undefined ? 'embedded store' : `bigtable at ${emulator}`}, ${connections} connections, ` +
     `${durationS} s, half writes (1 KiB) and half reads, pid ${service.pid}\n`,
 );
 process.stdout.write(`${table_(['t (s)', 'req/s', 'p50 ms', 'p99 ms', 'max ms', 'non-2xx', 'errors', 'RSS MiB'])}\n`);
