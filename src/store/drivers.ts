@@ -2,9 +2,10 @@ import { bigtableDriver } from './bigtable/driver.ts';
 import type { StoreDriver } from './driver.ts';
 import { embeddedDriver } from './embedded/driver.ts';
 import { redisDriver } from './redis/driver.ts';
+import { spannerDriver } from './spanner/driver.ts';
 
 /** Every store driver the service has: the one list that names them. */
-export const DRIVERS: readonly StoreDriver[] = [bigtableDriver, embeddedDriver, redisDriver] as readonly StoreDriver[];
+export const DRIVERS: readonly StoreDriver[] = [bigtableDriver, embeddedDriver, redisDriver, spannerDriver] as readonly StoreDriver[];
 
 export function findDriver(name: string): StoreDriver | undefined {
   return DRIVERS.find((driver) => driver.name === name);

@@ -10,5 +10,6 @@ export const DRIVER_HARNESSES: readonly DriverHarnessFactory[] = (
     import('./harnesses/bigtable.ts'),
     import('./harnesses/embedded.ts'),
     import('./harnesses/redis.ts'),
+    import('./harnesses/spanner.ts'),
   ])
 ).map((module) => module.harness);

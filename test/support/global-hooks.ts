@@ -2,6 +2,7 @@
  * Mocha root hooks: one Bigtable emulator for the whole run (see emulator.ts), stopped at the end.
  */
 import { startEmulator, stopEmulator } from './emulator.ts';
+import { stopSharedSpannerEmulator } from './spanner-emulator.ts';
 
 export async function mochaGlobalSetup(): Promise<void> {
   await startEmulator();
@@ -9,4 +10,5 @@ export async function mochaGlobalSetup(): Promise<void> {
 
 export async function mochaGlobalTeardown(): Promise<void> {
   await stopEmulator();
+  await stopSharedSpannerEmulator();
 }

@@ -1,0 +1,73 @@
+import type { Database } from '@google-cloud/spanner';
+import { StoreError } from '../errors.ts';
+
+/**
+ * The fixed schema of a kvcrud database on Spanner. No DDL runs per kvcrud table: schema
+ * changes on Spanner are slow, throttled and lock the emulator, so kvcrud tables are rows of a
+ * catalog and their cells are rows of one table.
+ *
+ * - kvcrud_schema: one row, the schema version this layout is at.
+ * - kvcrud_tables: the catalog, one row per kvcrud table: its name, a random table_id that its
+ *   cells are keyed by (a table recreated under the same name gets a new one, so nothing of the
+ *   old table shows through), and its families with their retention policies (JSON).
+ * - kvcrud_dropped: table_ids of deleted tables whose cells are still being removed.
+ * - kvcrud_cells: one row per cell version, keyed (table_id, row_key, family, col, ts DESC), so a
+ *   row's cells are contiguous and come in the order a read returns them, newest version first.
+ */
+export const SCHEMA_VERSION = 1;
+
+export const SCHEMA_DDL: readonly string[] = [
+  'CREATE TABLE IF NOT EXISTS kvcrud_schema (id INT64 NOT NULL, version INT64 NOT NULL) PRIMARY KEY (id)',
+  'CREATE TABLE IF NOT EXISTS kvcrud_tables (name STRING(MAX) NOT NULL, table_id STRING(32) NOT NULL, families STRING(MAX) NOT NULL) PRIMARY KEY (name)',
+  'CREATE TABLE IF NOT EXISTS kvcrud_dropped (table_id STRING(32) NOT NULL) PRIMARY KEY (table_id)',
+  'CREATE TABLE IF NOT EXISTS kvcrud_cells (table_id STRING(32) NOT NULL, row_key BYTES(MAX) NOT NULL, family STRING(64) NOT NULL, col BYTES(MAX) NOT NULL, ts INT64 NOT NULL, value BYTES(MAX) NOT NULL) PRIMARY KEY (table_id, row_key, family, col, ts DESC)',
+];
+
+const SCHEMA_TABLES = ['kvcrud_schema', 'kvcrud_tables', 'kvcrud_dropped', 'kvcrud_cells'];
+
+export interface SchemaOptions {
+  /** Milliseconds each step may take. */
+  readonly timeout: number;
+  /** Runs a read-write transaction (serialised against the emulator). */
+  readonly transact: <T>(work: () => Promise<T>) => Promise<T>;
+}
+
+/**
+ * ensureSchema makes the database's schema the one this kvcrud knows, or refuses it.
+ *
+ * Two replicas starting at once against a new database both run the same DDL: every statement is
+ * CREATE TABLE IF NOT EXISTS, and Spanner applies schema changes one at a time, so the second is
+ * a no-op. Both then record the version in one read-write transaction each; Spanner orders them,
+ * and the second finds the row the first wrote. Neither fails.
+ */
+export async function ensureSchema(database: Database, options: SchemaOptions): Promise<void> {
+  const [present] = await database.run({
+    sql: 'SELECT table_name FROM information_schema.tables WHERE table_schema = "" AND table_name IN UNNEST(@names)',
+    params: { names: SCHEMA_TABLES },
+    json: true,
+    gaxOptions: { timeout: options.timeout },
+  });
+  if (present.length < SCHEMA_TABLES.length) {
+    const [operation] = await database.updateSchema([...SCHEMA_DDL]);
+    await operation.promise();
+  }
+  const version = await options.transact(() =>
+    database.runTransactionAsync({ timeout: options.timeout }, async (transaction) => {
+      const [rows] = await transaction.read('kvcrud_schema', { keys: [['0']], columns: ['version'], json: true, jsonOptions: { wrapNumbers: true } });
+      const stored = rows[0] as { version: { value: string } } | undefined;
+      if (stored !== undefined) {
+        transaction.end();
+        return Number(stored.version.value);
+      }
+      transaction.insert('kvcrud_schema', { id: '0', version: String(SCHEMA_VERSION) });
+      await transaction.commit();
+      return SCHEMA_VERSION;
+    }),
+  );
+  if (version > SCHEMA_VERSION) {
+    throw new StoreError(
+      'INTERNAL',
+      `spanner database ${database.formattedName_} has kvcrud schema version ${version}; this kvcrud knows versions up to ${SCHEMA_VERSION}: run a kvcrud at least as new as the one that wrote it`,
+    );
+  }
+}

@@ -1,0 +1,576 @@
+import { randomBytes } from 'node:crypto';
+import { type Database, type Instance, Snapshot, Spanner, type SpannerOptions, type Transaction } from '@google-cloud/spanner';
+import { credentials, status as GrpcStatus } from '@grpc/grpc-js';
+import type { Logger } from 'pino';
+import { StoreError, callerGone } from '../errors.ts';
+import type {
+  CallOptions,
+  DataStore,
+  FamilyPolicy,
+  FamilySpec,
+  Micros,
+  Mutation,
+  ReadSelection,
+  Row,
+  RowMutations,
+  ScanRequest,
+  TableRef,
+  TableSchema,
+} from '../store.ts';
+import { SPANNER_CAPABILITIES, SPANNER_LIMITS } from './limits.ts';
+import { type CellRow, RowAssembler, selectedFamilies } from './row-reads.ts';
+import { type CellWrite, type ColumnRef, columnId, columnsToRead, planWrites } from './row-writes.ts';
+import { ensureSchema } from './schema.ts';
+import { grpcCode, toStoreError } from './spanner-errors.ts';
+import { TransactionQueue } from './transaction-queue.ts';
+
+export interface SpannerStoreOptions {
+  readonly projectId: string;
+  /** The Spanner instance holding one database per kvcrud instance. */
+  readonly instance: string;
+  /** host:port of a Spanner emulator: no credentials or metadata server are consulted. */
+  readonly emulatorHost?: string;
+  readonly credentialsFile?: string;
+  /** The kvcrud instances served: each is the Spanner database of the same ID. */
+  readonly instances: readonly string[];
+  readonly logger: Logger;
+}
+
+/** A kvcrud table as the catalog holds it. */
+interface CatalogTable {
+  readonly tableId: string;
+  readonly families: readonly FamilySpec[];
+  readonly policies: ReadonlyMap<string, FamilyPolicy>;
+}
+
+/** A long-running operation of the admin API (creating an instance). */
+interface LongRunning {
+  promise(): Promise<unknown>;
+}
+
+const READ_JSON = { json: true, jsonOptions: { wrapNumbers: true } } as const;
+/** How long close() waits for cells of deleted tables to be removed before leaving them to the next start. */
+const CLOSE_GRACE_MS = 5000;
+/** Deletion of a deleted table's cells, in the background: bounded so that it cannot hold the queue forever. */
+const RECLAIM_TIMEOUT_MS = 10 * 60_000;
+
+/**
+ * SpannerStore is the DataStore on Cloud Spanner: each kvcrud instance is a database of one
+ * Spanner instance, with the fixed schema of schema.ts, created on first use. See
+ * docs/stores/spanner.md for what it guarantees.
+ *
+ * Every write is one read-write transaction that first reads the table's catalog row, so a
+ * write and a concurrent deleteTable are ordered by Spanner: the write either lands before the
+ * table is gone or finds it gone. Every read is one strong read-only snapshot holding both the
+ * catalog row and the cells.
+ */
+export class SpannerStore implements DataStore {
+  readonly capabilities = SPANNER_CAPABILITIES;
+  readonly limits = SPANNER_LIMITS;
+  readonly #spanner: Spanner;
+  readonly #instance: Instance;
+  readonly #instanceId: string;
+  readonly #emulator: boolean;
+  readonly #logger: Logger;
+  readonly #queue: TransactionQueue;
+  readonly #databases = new Map<string, Database>();
+  /** Each database's schema check (and, on the emulator, its creation), done once per process. */
+  readonly #prepared = new Map<string, Promise<Database>>();
+  readonly #reclaims = new Set<Promise<void>>();
+  #emulatorInstance: Promise<void> | undefined;
+
+  static open(options: SpannerStoreOptions): SpannerStore {
+    return new SpannerStore(options);
+  }
+
+  private constructor(options: SpannerStoreOptions) {
+    this.#emulator = options.emulatorHost !== undefined;
+    this.#logger = options.logger;
+    this.#queue = new TransactionQueue(this.#emulator);
+    if (options.emulatorHost !== undefined) {
+      // The emulator hands out plain sessions where the client asks for multiplexed ones, and the
+      // client then fails to release them. These variables are the client's documented switch
+      // back to a session pool; they are read when a database is first used.
+      for (const name of ['GOOGLE_CLOUD_SPANNER_MULTIPLEXED_SESSIONS', 'GOOGLE_CLOUD_SPANNER_MULTIPLEXED_SESSIONS_PARTITIONED_OPS', 'GOOGLE_CLOUD_SPANNER_MULTIPLEXED_SESSIONS_FOR_RW']) {
+        process.env[name] ??= 'false';
+      }
+    }
+    const [host, port] = splitHostPort(options.emulatorHost);
+    const clientOptions: SpannerOptions & Record<`grpc.${string}`, unknown> = {
+      projectId: options.projectId,
+      // Client-side metrics would be exported to Cloud Monitoring, needing a role of their own.
+      disableBuiltInMetrics: true,
+      'grpc.max_reconnect_backoff_ms': 5000,
+      ...(options.credentialsFile === undefined ? {} : { keyFilename: options.credentialsFile }),
+      ...(host === undefined
+        ? {}
+        : {
+            servicePath: host,
+            ...(port === undefined ? {} : { port }),
+            sslCreds: credentials.createInsecure(),
+            // Without it the client asks application default credentials (the metadata server) for one.
+            universeDomain: 'googleapis.com',
+          }),
+    };
+    this.#spanner = new Spanner(clientOptions);
+    this.#instanceId = options.instance;
+    this.#instance = this.#spanner.instance(options.instance);
+    for (const instance of options.instances) {
+      const database = this.#instance.database(instance, { min: 1, max: 100 });
+      // The session pool reports sessions it failed to create here; calls report their own failures.
+      (database as unknown as NodeJS.EventEmitter).on('error', (error: unknown) => this.#logger.warn({ err: error, database: instance }, 'spanner session pool error'));
+      this.#databases.set(instance, database);
+    }
+  }
+
+  createTable(ref: TableRef, families: readonly FamilySpec[], options: CallOptions): Promise<void> {
+    return this.#bounded(options, 'createTable', async () => {
+      const database = await this.#ready(ref.instance, options);
+      try {
+        await this.#transact(database, options, async (transaction) => {
+          if ((await readCatalog(transaction, ref.table)) !== undefined) {
+            transaction.end();
+            throw tableExists(ref);
+          }
+          const stored = families.map((family) => ({ name: family.name, ...policyOf(family) }));
+          transaction.insert('kvcrud_tables', { name: ref.table, table_id: randomBytes(16).toString('hex'), families: JSON.stringify(stored) });
+          await transaction.commit();
+        });
+      } catch (error) {
+        if (grpcCode(error) === GrpcStatus.ALREADY_EXISTS) throw tableExists(ref);
+        throw error;
+      }
+    });
+  }
+
+  describeTable(ref: TableRef, options: CallOptions): Promise<TableSchema> {
+    return this.#bounded(options, 'describeTable', async () => {
+      const database = await this.#ready(ref.instance, options);
+      const [snapshot] = await database.getSnapshot({ strong: true });
+      try {
+        const table = await readCatalog(snapshot, ref.table);
+        if (table === undefined) throw tableNotFound(ref);
+        return { name: ref.table, families: [...table.families].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)) };
+      } finally {
+        snapshot.end();
+      }
+    });
+  }
+
+  listTables(instance: string, options: CallOptions): Promise<string[]> {
+    return this.#bounded(options, 'listTables', async () => {
+      const database = await this.#ready(instance, options);
+      const [rows] = await database.run({ sql: 'SELECT name FROM kvcrud_tables', json: true, gaxOptions: { timeout: remaining(options) } });
+      return (rows as Array<{ name: string }>).map((row) => row.name);
+    });
+  }
+
+  deleteTable(ref: TableRef, options: CallOptions): Promise<void> {
+    return this.#bounded(options, 'deleteTable', async () => {
+      const database = await this.#ready(ref.instance, options);
+      const tableId = await this.#transact(database, options, async (transaction) => {
+        const table = await readCatalog(transaction, ref.table);
+        if (table === undefined) {
+          transaction.end();
+          throw tableNotFound(ref);
+        }
+        // Gone for every reader once this commits; the cells follow in the background.
+        transaction.deleteRows('kvcrud_tables', [ref.table]);
+        transaction.insert('kvcrud_dropped', { table_id: table.tableId });
+        await transaction.commit();
+        return table.tableId;
+      });
+      this.#reclaim(ref.instance, database, [tableId]);
+    });
+  }
+
+  mutateRow(ref: TableRef, key: Buffer, mutations: readonly Mutation[], options: CallOptions): Promise<void> {
+    return this.#bounded(options, 'mutateRow', async () => {
+      const [result] = await this.#write(ref, [{ key, mutations }], options, false);
+      if (result !== undefined) throw result;
+    });
+  }
+
+  mutateRows(ref: TableRef, entries: readonly RowMutations[], options: CallOptions): Promise<Array<StoreError | undefined>> {
+    return this.#bounded(options, 'mutateRows', () => this.#write(ref, entries, options, true));
+  }
+
+  /**
+   * Applies the entries whose families the table has, all in one read-write transaction: each
+   * entry is atomic (the batch is too, which the contract allows). An entry naming a missing
+   * family fails alone; for a single row (`batch` false) it fails the call before anything is written.
+   */
+  async #write(ref: TableRef, entries: readonly RowMutations[], options: CallOptions, batch: boolean): Promise<Array<StoreError | undefined>> {
+    const database = await this.#ready(ref.instance, options);
+    return this.#transact(database, options, async (transaction) => {
+      const table = await readCatalog(transaction, ref.table);
+      if (table === undefined) {
+        transaction.end();
+        throw tableNotFound(ref);
+      }
+      const results = entries.map((entry) => missingFamily(table, entry.mutations));
+      if (!batch && results[0] !== undefined) {
+        transaction.end();
+        return results;
+      }
+      const valid = entries.filter((_, index) => results[index] === undefined);
+      const reads = columnsToRead(table.policies, valid);
+      const stored = reads.length === 0 ? new Map<string, Micros[]>() : await readVersions(transaction, table.tableId, reads);
+      const writes = planWrites(table.tableId, table.policies, valid, stored, BigInt(Date.now()) * 1000n);
+      if (writes.length === 0) {
+        transaction.end();
+        return results;
+      }
+      queueWrites(transaction, writes);
+      await transaction.commit();
+      return results;
+    });
+  }
+
+  readRows(ref: TableRef, keys: readonly Buffer[], selection: ReadSelection, options: CallOptions): Promise<Array<Row | null>> {
+    return this.#bounded(options, 'readRows', async () => {
+      const database = await this.#ready(ref.instance, options);
+      const [snapshot] = await database.getSnapshot({ strong: true });
+      try {
+        const table = await readCatalog(snapshot, ref.table);
+        if (table === undefined) throw tableNotFound(ref);
+        const distinct = [...new Map(keys.map((key) => [key.toString('hex'), key])).values()];
+        const families = selectedFamilies(selection);
+        const [cells] = await snapshot.run({
+          sql: `SELECT row_key, family, col, ts, value FROM kvcrud_cells WHERE table_id = @table AND row_key IN UNNEST(@keys)${families === undefined ? '' : ' AND family IN UNNEST(@families)'} ORDER BY row_key, family, col, ts DESC`,
+          params: { table: table.tableId, keys: distinct, ...(families === undefined ? {} : { families }) },
+          types: { table: 'string', keys: { type: 'array', child: 'bytes' }, ...(families === undefined ? {} : { families: { type: 'array', child: 'string' } }) },
+          ...READ_JSON,
+          gaxOptions: { timeout: remaining(options) },
+        });
+        const assembler = new RowAssembler(table.policies, selection, BigInt(Date.now()) * 1000n);
+        const rows = new Map<string, Row>();
+        for (const cell of cells as CellRow[]) {
+          const row = assembler.add(cell);
+          if (row !== undefined) rows.set(row.key.toString('hex'), row);
+        }
+        const last = assembler.finish();
+        if (last !== undefined) rows.set(last.key.toString('hex'), last);
+        return keys.map((key) => rows.get(key.toString('hex')) ?? null);
+      } finally {
+        snapshot.end();
+      }
+    });
+  }
+
+  async *scanRows(ref: TableRef, scan: ScanRequest, options: CallOptions): AsyncGenerator<Row> {
+    const database = await this.#bounded(options, 'scanRows', () => this.#ready(ref.instance, options));
+    const [snapshot] = await this.#bounded(options, 'scanRows', () => database.getSnapshot({ strong: true }));
+    const aborter = new AbortController();
+    try {
+      const table = await this.#bounded(options, 'scanRows', () => readCatalog(snapshot, ref.table));
+      if (table === undefined) throw tableNotFound(ref);
+      const families = selectedFamilies(scan);
+      const conditions = ['table_id = @table'];
+      if (scan.range.start !== undefined) conditions.push('row_key >= @start');
+      if (scan.range.end !== undefined) conditions.push('row_key < @end');
+      if (families !== undefined) conditions.push('family IN UNNEST(@families)');
+      // One snapshot for the whole scan: every row is read whole, and the scan is consistent.
+      const stream = snapshot.runStream({
+        sql: `SELECT row_key, family, col, ts, value FROM kvcrud_cells WHERE ${conditions.join(' AND ')} ORDER BY row_key${scan.reverse ? ' DESC' : ''}, family, col, ts DESC`,
+        params: {
+          table: table.tableId,
+          ...(scan.range.start === undefined ? {} : { start: scan.range.start }),
+          ...(scan.range.end === undefined ? {} : { end: scan.range.end }),
+          ...(families === undefined ? {} : { families }),
+        },
+        types: {
+          table: 'string',
+          ...(scan.range.start === undefined ? {} : { start: 'bytes' }),
+          ...(scan.range.end === undefined ? {} : { end: 'bytes' }),
+          ...(families === undefined ? {} : { families: { type: 'array', child: 'string' } }),
+        },
+        ...READ_JSON,
+        gaxOptions: { timeout: remaining(options) },
+      });
+      const stop = (error: StoreError) => {
+        aborter.abort(error);
+        stream.destroy(error);
+      };
+      const timer = setTimeout(() => stop(deadlineExceeded('scanRows')), Math.max(0, options.deadline - Date.now()));
+      const onAbort = () => stop(callerGone());
+      options.signal?.addEventListener('abort', onAbort, { once: true });
+      try {
+        const assembler = new RowAssembler(table.policies, scan, BigInt(Date.now()) * 1000n);
+        let left = scan.limit;
+        try {
+          for await (const cell of stream as AsyncIterable<CellRow>) {
+            // The client pushes an empty chunk to test whether the reader is ready for more after
+            // backpressure; in object mode it arrives as undefined. It is not a row.
+            if (cell === undefined) continue;
+            const row = assembler.add(cell);
+            if (row === undefined) continue;
+            yield row;
+            if (--left === 0) return;
+          }
+        } catch (error) {
+          throw aborter.signal.aborted ? (aborter.signal.reason as StoreError) : toStoreError(error, 'scanRows');
+        }
+        const last = assembler.finish();
+        if (last !== undefined) yield last;
+      } finally {
+        clearTimeout(timer);
+        options.signal?.removeEventListener('abort', onAbort);
+        stream.destroy();
+      }
+    } finally {
+      snapshot.end();
+    }
+  }
+
+  checkHealth(options: CallOptions): Promise<void> {
+    return this.#bounded(options, 'checkHealth', async () => {
+      await Promise.all(
+        [...this.#databases.keys()].map(async (instance) => {
+          const database = await this.#ready(instance, options);
+          await database.run({ sql: 'SELECT 1', gaxOptions: { timeout: remaining(options) } });
+        }),
+      );
+    });
+  }
+
+  async close(): Promise<void> {
+    if (this.#reclaims.size > 0) {
+      await Promise.race([Promise.allSettled([...this.#reclaims]), new Promise((resolve) => setTimeout(resolve, CLOSE_GRACE_MS).unref())]);
+    }
+    await Promise.allSettled([...this.#databases.values()].map((database) => database.close()));
+    await this.#spanner.close();
+  }
+
+  /** Waits for background removal of deleted tables' cells (for tests). */
+  async reclaimed(): Promise<void> {
+    while (this.#reclaims.size > 0) await Promise.allSettled([...this.#reclaims]);
+  }
+
+  /** The instance's database with its schema checked (and, on the emulator, created); once per process. */
+  #ready(instance: string, options: CallOptions): Promise<Database> {
+    const database = this.#databases.get(instance);
+    if (database === undefined) return Promise.reject(new StoreError('NOT_FOUND', `instance ${instance} is not served by this store`, { resource: 'instance', name: instance }));
+    let prepared = this.#prepared.get(instance);
+    if (prepared === undefined) {
+      prepared = this.#prepare(instance, database, options);
+      this.#prepared.set(instance, prepared);
+      // A failure is not remembered: the next call tries again (the database may be back).
+      prepared.catch(() => this.#prepared.delete(instance));
+    }
+    return prepared;
+  }
+
+  async #prepare(instance: string, database: Database, options: CallOptions): Promise<Database> {
+    if (this.#emulator) await this.#createOnEmulator(instance);
+    const timeout = Math.max(remaining(options), 30_000);
+    try {
+      await ensureSchema(database, { timeout, transact: (work) => this.#queue.run(work, Date.now() + timeout) });
+    } catch (error) {
+      if (grpcCode(error) === GrpcStatus.NOT_FOUND) {
+        throw new StoreError(
+          'UNAVAILABLE',
+          `spanner database ${database.formattedName_} not found: create it (gcloud spanner databases create ${instance} --instance=${this.#instanceId}); kvcrud creates its tables in it`,
+          { cause: error },
+        );
+      }
+      throw error;
+    }
+    void this.#reclaimLeftovers(instance, database);
+    return database;
+  }
+
+  /** The emulator starts empty: its instance and each database are created on first use. */
+  async #createOnEmulator(instance: string): Promise<void> {
+    this.#emulatorInstance ??= (async () => {
+      try {
+        const admin = this.#instance as unknown as { create(config: object): Promise<[unknown, LongRunning]> };
+        const [, operation] = await admin.create({ config: 'emulator-config', nodes: 1, displayName: this.#instanceId });
+        await operation.promise();
+      } catch (error) {
+        if (grpcCode(error) !== GrpcStatus.ALREADY_EXISTS) throw error;
+      }
+    })();
+    try {
+      await this.#emulatorInstance;
+    } catch (error) {
+      this.#emulatorInstance = undefined;
+      throw error;
+    }
+    try {
+      const [, operation] = await this.#instance.createDatabase(instance);
+      await operation.promise();
+    } catch (error) {
+      if (grpcCode(error) !== GrpcStatus.ALREADY_EXISTS) throw error;
+    }
+  }
+
+  /** Cells of tables deleted by a process that stopped before removing them. */
+  async #reclaimLeftovers(instance: string, database: Database): Promise<void> {
+    try {
+      const [rows] = await database.run({ sql: 'SELECT table_id FROM kvcrud_dropped', json: true });
+      const ids = (rows as Array<{ table_id: string }>).map((row) => row.table_id);
+      if (ids.length > 0) this.#reclaim(instance, database, ids);
+    } catch (error) {
+      this.#logger.warn({ err: error, database: instance }, 'spanner: cannot list deleted tables whose cells remain; will try at the next start');
+    }
+  }
+
+  /** Removes the cells of deleted tables in the background: a partitioned DELETE each, then its kvcrud_dropped row. */
+  #reclaim(instance: string, database: Database, tableIds: readonly string[]): void {
+    const work = (async () => {
+      for (const tableId of tableIds) {
+        const deadline = Date.now() + RECLAIM_TIMEOUT_MS;
+        try {
+          await this.#queue.run(() => database.runPartitionedUpdate({ sql: 'DELETE FROM kvcrud_cells WHERE table_id = @table', params: { table: tableId } }), deadline);
+          await this.#queue.run(
+            () =>
+              database.runTransactionAsync({ timeout: RECLAIM_TIMEOUT_MS }, async (transaction) => {
+                transaction.deleteRows('kvcrud_dropped', [tableId]);
+                await transaction.commit();
+              }),
+            deadline,
+          );
+        } catch (error) {
+          this.#logger.warn({ err: error, database: instance, tableId }, 'spanner: the cells of a deleted table remain; they are removed at the next start');
+        }
+      }
+    })();
+    this.#reclaims.add(work);
+    void work.finally(() => this.#reclaims.delete(work));
+  }
+
+  /** One read-write transaction within the call's deadline, with the client's retry of aborted ones; queued on the emulator. */
+  #transact<T>(database: Database, options: CallOptions, work: (transaction: Transaction) => Promise<T>): Promise<T> {
+    return this.#queue.run(() => {
+      if (options.signal?.aborted === true) return Promise.reject(callerGone());
+      const timeout = remaining(options);
+      if (timeout <= 0) return Promise.reject(deadlineExceeded('transaction'));
+      return database.runTransactionAsync({ timeout }, work);
+    }, options.deadline, options.signal);
+  }
+
+  /**
+   * Runs one call against the deadline and the caller's signal. A call the client cannot take
+   * back is abandoned instead: its answer, when it comes, is dropped.
+   */
+  #bounded<T>(options: CallOptions, operation: string, work: () => Promise<T>): Promise<T> {
+    const left = options.deadline - Date.now();
+    if (options.signal?.aborted === true) return Promise.reject(callerGone());
+    if (left <= 0) return Promise.reject(deadlineExceeded(operation));
+    return new Promise<T>((resolve, reject) => {
+      const { signal } = options;
+      const onAbort = () => {
+        clearTimeout(timer);
+        reject(callerGone());
+      };
+      const timer = setTimeout(() => {
+        signal?.removeEventListener('abort', onAbort);
+        reject(deadlineExceeded(operation));
+      }, left);
+      signal?.addEventListener('abort', onAbort, { once: true });
+      work().then(
+        (value) => {
+          clearTimeout(timer);
+          signal?.removeEventListener('abort', onAbort);
+          resolve(value);
+        },
+        (error: unknown) => {
+          clearTimeout(timer);
+          signal?.removeEventListener('abort', onAbort);
+          reject(toStoreError(error, operation));
+        },
+      );
+    });
+  }
+}
+
+/** The table's catalog row, read in a transaction or snapshot. */
+async function readCatalog(reader: Snapshot, name: string): Promise<CatalogTable | undefined> {
+  const [rows] = await reader.read('kvcrud_tables', { keys: [name], columns: ['table_id', 'families'], json: true });
+  const row = rows[0] as { table_id: string; families: string } | undefined;
+  if (row === undefined) return undefined;
+  const families = (JSON.parse(row.families) as FamilySpec[]).map((family) => ({ name: family.name, ...policyOf(family) }));
+  return { tableId: row.table_id, families, policies: new Map(families.map((family) => [family.name, policyOf(family)])) };
+}
+
+/** The stored timestamps of each column, newest first. */
+async function readVersions(transaction: Transaction, tableId: string, columns: readonly ColumnRef[]): Promise<Map<string, Micros[]>> {
+  const [rows] = await transaction.read('kvcrud_cells', {
+    ranges: columns.map((column) => {
+      const prefix = [tableId, column.key, column.family, column.column];
+      return { startClosed: prefix, endClosed: prefix };
+    }),
+    columns: ['row_key', 'family', 'col', 'ts'],
+    ...READ_JSON,
+  });
+  const stored = new Map<string, Micros[]>();
+  for (const row of rows as unknown as CellRow[]) {
+    const id = columnId(row.row_key, row.family, row.col);
+    const timestamps = stored.get(id) ?? [];
+    timestamps.push(BigInt(row.ts.value));
+    stored.set(id, timestamps);
+  }
+  return stored;
+}
+
+/**
+ * Buffers the writes as the commit's mutations, in order: Spanner applies a commit's mutations in
+ * the order they are listed. Runs of upserts become one mutation each. A range delete has no
+ * method of its own in the client (deleteRows takes whole keys), so it is queued as the Mutation
+ * message itself, with the client's own KeySet encoding, on the list deleteRows queues to.
+ */
+function queueWrites(transaction: Transaction, writes: readonly CellWrite[]): void {
+  const queued = (transaction as unknown as { _queuedMutations: unknown[] })._queuedMutations;
+  for (let index = 0; index < writes.length; ) {
+    const first = writes[index] as CellWrite;
+    let end = index + 1;
+    while (end < writes.length && (writes[end] as CellWrite).kind === first.kind) end++;
+    const run = writes.slice(index, end);
+    if (first.kind === 'upsert') {
+      transaction.upsert('kvcrud_cells', run.map((write) => (write as Extract<CellWrite, { kind: 'upsert' }>).row));
+    } else {
+      const ranges = run.map((write) => (write as Extract<CellWrite, { kind: 'deleteRange' }>).range);
+      queued.push({ delete: { table: 'kvcrud_cells', keySet: Snapshot.encodeKeySet({ ranges }) } });
+    }
+    index = end;
+  }
+}
+
+function policyOf(family: FamilyPolicy): FamilyPolicy {
+  return {
+    ...(family.maxVersions === undefined ? {} : { maxVersions: family.maxVersions }),
+    ...(family.maxAgeSeconds === undefined ? {} : { maxAgeSeconds: family.maxAgeSeconds }),
+  };
+}
+
+function missingFamily(table: CatalogTable, mutations: readonly Mutation[]): StoreError | undefined {
+  for (const mutation of mutations) {
+    if (mutation.type !== 'deleteRow' && !table.policies.has(mutation.family)) {
+      return new StoreError('NOT_FOUND', `column family "${mutation.family}" not in the table`, { resource: 'columnFamily', name: mutation.family });
+    }
+  }
+  return undefined;
+}
+
+function remaining(options: CallOptions): number {
+  return Math.max(0, options.deadline - Date.now());
+}
+
+function splitHostPort(hostPort: string | undefined): [string | undefined, number | undefined] {
+  if (hostPort === undefined) return [undefined, undefined];
+  const colon = hostPort.lastIndexOf(':');
+  return [hostPort.slice(0, colon), Number(hostPort.slice(colon + 1))];
+}
+
+function tableNotFound(ref: TableRef): StoreError {
+  return new StoreError('NOT_FOUND', `table ${ref.instance}/${ref.table} not found`, { resource: 'table', name: ref.table });
+}
+
+function tableExists(ref: TableRef): StoreError {
+  return new StoreError('ALREADY_EXISTS', `table ${ref.instance}/${ref.table} exists`, { resource: 'table', name: ref.table });
+}
+
+function deadlineExceeded(operation: string): StoreError {
+  return new StoreError('DEADLINE_EXCEEDED', `spanner ${operation}: no answer before the deadline`);
+}
