@@ -5,9 +5,12 @@ import { pino } from 'pino';
 import { BigtableStore } from '../../src/store/bigtable/bigtable-store.ts';
 import { EmbeddedStore } from '../../src/store/embedded/embedded-store.ts';
 import { RedisStore } from '../../src/store/redis/redis-store.ts';
+import { SpannerStore } from '../../src/store/spanner/spanner-store.ts';
 import type { DataStore } from '../../src/store/store.ts';
 import { emulatorHost } from './emulator.ts';
 import { requireRedis, spawnRedis } from './redis-server.ts';
+import { requireSpanner, sharedSpannerEmulator } from './spanner-emulator.ts';
+import { spannerTestInstance } from './harnesses/spanner.ts';
 
 export const TEST_PROJECT = 'kvcrud-test';
 
@@ -82,5 +85,18 @@ export const redisHarness: HarnessFactory = (context) => {
   };
 };
 
+/** Spanner on the run's emulator, each store on a Spanner instance of its own. */
+export const spannerHarness: HarnessFactory = (context) => {
+  requireSpanner(context);
+  return {
+    name: 'spanner',
+    capabilities: { fastWideWrites: true },
+    async open(instances) {
+      const emulator = await sharedSpannerEmulator();
+      return SpannerStore.open({ projectId: TEST_PROJECT, instance: spannerTestInstance(), emulatorHost: emulator.host, instances, logger: pino({ level: 'silent' }) });
+    },
+  };
+};
+
 /** Every adapter's harness, for suites that run against each store. */
-export const STORE_HARNESSES: readonly HarnessFactory[] = [bigtableHarness, embeddedHarness, redisHarness];
+export const STORE_HARNESSES: readonly HarnessFactory[] = [bigtableHarness, embeddedHarness, redisHarness, spannerHarness];

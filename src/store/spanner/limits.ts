@@ -12,28 +12,29 @@ export const SPANNER_CAPABILITIES: StoreCapabilities = Object.freeze({
 /**
  * Spanner's own bounds (https://cloud.google.com/spanner/quotas#limits-for-creating-reading-updating-and-deleting-data)
  * are per commit and per key, and kvcrud's cells are rows of one table keyed
- * (table_id, row_key, family, col, ts): so each bound here is chosen so that whatever passes
- * them fits one commit.
+ * (table_id, row_key, family, col_hash, ts) (schema.ts).
  * - A key is at most 8 KiB over all its parts: a 32-byte table ID, the row key, a family of up to
- *   64 bytes, the column and 8 bytes of timestamp. 4 KiB of row key (Bigtable's bound) leaves
- *   2 KiB for the column, with room for Spanner's own encoding.
+ *   64 bytes, a 32-byte column hash and 8 bytes of timestamp. 4 KiB of row key (Bigtable's
+ *   bound) fits with room for Spanner's own encoding; the column is not in the key, so it may be
+ *   16 KiB as in Bigtable.
  * - A commit holds at most 80,000 mutations, where writing one cell counts once per column it
- *   writes (six) and each range deleted counts once. A write of N cells is N six-column writes
- *   plus at most two trimming deletes per column (maxVersions, maxAge): 8 N mutations, so
- *   N ≤ 10,000; 8,000 leaves a margin.
- * - A commit is at most 100 MiB. Every cell repeats its row key (up to 4 KiB × 8,000 cells =
- *   32 MiB), so the data itself is bounded at 32 MiB.
+ *   writes (seven) and each range deleted counts once. 10,000 cells are 70,000, and leave room
+ *   for the trimming that retention needs.
+ * - A commit is at most 100 MiB, keys included: every cell repeats its row key.
  * - A BYTES value is at most 10 MiB.
+ * The write itself is checked against the commit's bounds before it is sent (row-writes.ts), so
+ * a write within these limits that still does not fit (10,000 columns of 16 KiB, each with
+ * expired versions to trim) is refused, naming the limit, and nothing is written.
  */
 export const SPANNER_LIMITS: StoreLimits = Object.freeze({
   keyBytes: 4096,
-  columnBytes: 2048,
+  columnBytes: 16 * 1024,
   valueBytes: 10 * MIB,
-  mutationsPerRow: 8000,
-  bytesPerRow: 32 * MIB,
+  mutationsPerRow: 10_000,
+  bytesPerRow: 64 * MIB,
   entriesPerBatch: 1000,
-  mutationsPerBatch: 8000,
-  bytesPerBatch: 32 * MIB,
+  mutationsPerBatch: 10_000,
+  bytesPerBatch: 64 * MIB,
   rowsPerPage: 1000,
   familiesPerTable: 100,
   versionsPerRead: 1000,
@@ -41,5 +42,6 @@ export const SPANNER_LIMITS: StoreLimits = Object.freeze({
   timestampGranularityMicros: 1,
 });
 
-/** Spanner's bound on the mutations of one commit, which the limits above keep every write under. */
+/** Spanner's bounds on one commit, which every write is checked against before it is sent. */
 export const MUTATIONS_PER_COMMIT = 80_000;
+export const BYTES_PER_COMMIT = 100 * MIB;

@@ -10,9 +10,9 @@ export interface CellRow {
 }
 
 /**
- * RowAssembler groups the cells of a query (ordered by row_key, family, col, ts DESC, which is
- * kvcrud_cells' key order, or row_key descending for a reverse scan) into rows as a read sees
- * them: only the selected columns, and per column the newest versions the family's policy keeps
+ * RowAssembler groups the cells of a query (ordered by row_key, family, col_hash, ts DESC, which
+ * is kvcrud_cells' key order, or row_key descending for a reverse scan) into rows as a read sees
+ * them, with their columns put in byte order (they are stored in hash order): only the selected columns, and per column the newest versions the family's policy keeps
  * and the read asks for. Retention is applied here as well as on write, because a version that
  * was in bounds when written may have expired since.
  */
@@ -54,7 +54,8 @@ export class RowAssembler {
   /** Ends the current row: returns it if it kept a cell. */
   finish(): Row | undefined {
     const key = this.#key;
-    const cells = this.#cells;
+    // Stable: each column's versions stay newest first.
+    const cells = this.#cells.sort((a, b) => (a.family < b.family ? -1 : a.family > b.family ? 1 : Buffer.compare(a.column, b.column)));
     this.#key = undefined;
     this.#column = undefined;
     this.#cells = [];

@@ -1,4 +1,7 @@
+import { createHash } from 'node:crypto';
+import { StoreError } from '../errors.ts';
 import type { FamilyPolicy, Micros, RowMutations } from '../store.ts';
+import { BYTES_PER_COMMIT, MUTATIONS_PER_COMMIT } from './limits.ts';
 
 /** A key range of kvcrud_cells, as the client's KeyRange takes it. */
 export interface CellRange {
@@ -7,32 +10,49 @@ export interface CellRange {
   readonly endClosed: unknown[];
 }
 
-/** One write to kvcrud_cells, in the order it must be applied. */
-export type CellWrite =
-  | { readonly kind: 'upsert'; readonly row: { table_id: string; row_key: Buffer; family: string; col: Buffer; ts: string; value: Buffer } }
-  | { readonly kind: 'deleteRange'; readonly range: CellRange };
+export interface CellRecord {
+  table_id: string;
+  row_key: Buffer;
+  family: string;
+  col_hash: Buffer;
+  ts: string;
+  col: Buffer;
+  value: Buffer;
+}
 
-/** A column of one row whose stored versions a write must know to trim it to maxVersions. */
+/** One write to kvcrud_cells, in the order it must be applied. */
+export type CellWrite = { readonly kind: 'upsert'; readonly row: CellRecord } | { readonly kind: 'deleteRange'; readonly range: CellRange };
+
+/** Columns of kvcrud_cells an upsert writes: each counts as one of Spanner's mutations. */
+const COLUMNS_PER_CELL = 7;
+
+/** A column of one row whose stored versions a write must know to enforce retention on it. */
 export interface ColumnRef {
   readonly key: Buffer;
   readonly family: string;
-  readonly column: Buffer;
+  readonly hash: Buffer;
 }
 
-export function columnId(key: Buffer, family: string, column: Buffer): string {
-  return `${key.toString('hex')}/${family}/${column.toString('hex')}`;
+/** The key part a column is stored under (see schema.ts). */
+export function columnHash(column: Buffer): Buffer {
+  return createHash('sha256').update(column).digest();
+}
+
+export function columnId(key: Buffer, family: string, hash: Buffer): string {
+  return `${key.toString('hex')}/${family}/${hash.toString('hex')}`;
 }
 
 /**
- * The columns whose stored versions planWrites needs: those a `set` writes in a family with
- * maxVersions. Every other write is blind.
+ * The columns whose stored versions planWrites needs: those a `set` writes in a family with a
+ * retention policy. Every other write is blind.
  */
 export function columnsToRead(policies: ReadonlyMap<string, FamilyPolicy>, entries: readonly RowMutations[]): ColumnRef[] {
   const columns = new Map<string, ColumnRef>();
   for (const entry of entries) {
     for (const mutation of entry.mutations) {
-      if (mutation.type !== 'set' || policies.get(mutation.family)?.maxVersions === undefined) continue;
-      columns.set(columnId(entry.key, mutation.family, mutation.column), { key: entry.key, family: mutation.family, column: mutation.column });
+      if (mutation.type !== 'set' || !hasPolicy(policies.get(mutation.family))) continue;
+      const hash = columnHash(mutation.column);
+      columns.set(columnId(entry.key, mutation.family, hash), { key: entry.key, family: mutation.family, hash });
     }
   }
   return [...columns.values()];
@@ -42,12 +62,15 @@ export function columnsToRead(policies: ReadonlyMap<string, FamilyPolicy>, entri
  * planWrites turns row mutations (their families checked) into writes of kvcrud_cells, in the
  * order Spanner applies a commit's mutations: the mutations themselves, then the trimming that
  * enforces retention on write. `stored` holds the timestamps already stored of every column
- * columnsToRead named (read in the same transaction). Retention on write is what keeps a column
- * from growing without bound; reads apply the policies again, so a version that expires between
- * two writes is never read either.
+ * columnsToRead named (read in the same transaction). Reads apply the policies again, so a
+ * version that expires between two writes is never read either.
  *
- * - maxVersions N: after the write, versions older than the N-th newest are deleted (one range).
- * - maxAgeSeconds: versions older than now minus the age are deleted (one range).
+ * - maxVersions N: versions older than the N-th newest are deleted (one range), if there are any.
+ * - maxAgeSeconds: versions older than now minus the age are deleted (one range), if there are any.
+ *
+ * Refuses with INVALID_ARGUMENT, before anything is written, a write that would not fit one
+ * Spanner commit (80,000 mutations, 100 MiB), which the published limits keep all but
+ * pathological writes within.
  */
 export function planWrites(
   tableId: string,
@@ -57,67 +80,93 @@ export function planWrites(
   nowMicros: Micros,
 ): CellWrite[] {
   const writes: CellWrite[] = [];
-  // The versions each tracked column will hold once the writes before the trims are applied.
+  // The versions each tracked column holds once the writes before the trims are applied.
   const versions = new Map<string, { ref: ColumnRef; timestamps: Set<Micros> }>();
-  for (const [id, timestamps] of stored) versions.set(id, { ref: refOf(id), timestamps: new Set(timestamps) });
-  const aged = new Map<string, ColumnRef>();
+  const track = (ref: ColumnRef) => {
+    const id = columnId(ref.key, ref.family, ref.hash);
+    let tracked = versions.get(id);
+    if (tracked === undefined) {
+      tracked = { ref, timestamps: new Set(stored.get(id) ?? []) };
+      versions.set(id, tracked);
+    }
+    return tracked;
+  };
   const prefix = (...parts: unknown[]) => [tableId, ...parts];
+  const clear = (matches: (ref: ColumnRef) => boolean) => {
+    for (const tracked of versions.values()) if (matches(tracked.ref)) tracked.timestamps.clear();
+  };
   for (const entry of entries) {
     const key = entry.key;
     for (const mutation of entry.mutations) {
       switch (mutation.type) {
         case 'set': {
+          const hash = columnHash(mutation.column);
           writes.push({
             kind: 'upsert',
-            row: { table_id: tableId, row_key: key, family: mutation.family, col: mutation.column, ts: mutation.timestampMicros.toString(), value: mutation.value },
+            row: { table_id: tableId, row_key: key, family: mutation.family, col_hash: hash, ts: mutation.timestampMicros.toString(), col: mutation.column, value: mutation.value },
           });
-          const id = columnId(key, mutation.family, mutation.column);
-          const policy = policies.get(mutation.family);
-          if (policy?.maxVersions !== undefined) {
-            const tracked = versions.get(id) ?? { ref: { key, family: mutation.family, column: mutation.column }, timestamps: new Set<Micros>() };
-            tracked.timestamps.add(mutation.timestampMicros);
-            versions.set(id, tracked);
-          }
-          if (policy?.maxAgeSeconds !== undefined) aged.set(id, { key, family: mutation.family, column: mutation.column });
+          if (hasPolicy(policies.get(mutation.family))) track({ key, family: mutation.family, hash }).timestamps.add(mutation.timestampMicros);
           break;
         }
         case 'deleteColumn': {
-          writes.push({ kind: 'deleteRange', range: { startClosed: prefix(key, mutation.family, mutation.column), endClosed: prefix(key, mutation.family, mutation.column) } });
-          versions.get(columnId(key, mutation.family, mutation.column))?.timestamps.clear();
+          const hash = columnHash(mutation.column);
+          writes.push({ kind: 'deleteRange', range: { startClosed: prefix(key, mutation.family, hash), endClosed: prefix(key, mutation.family, hash) } });
+          clear((ref) => ref.key.equals(key) && ref.family === mutation.family && ref.hash.equals(hash));
           break;
         }
-        case 'deleteFamily': {
+        case 'deleteFamily':
           writes.push({ kind: 'deleteRange', range: { startClosed: prefix(key, mutation.family), endClosed: prefix(key, mutation.family) } });
-          for (const tracked of versions.values()) if (tracked.ref.key.equals(key) && tracked.ref.family === mutation.family) tracked.timestamps.clear();
+          clear((ref) => ref.key.equals(key) && ref.family === mutation.family);
           break;
-        }
-        case 'deleteRow': {
+        case 'deleteRow':
           writes.push({ kind: 'deleteRange', range: { startClosed: prefix(key), endClosed: prefix(key) } });
-          for (const tracked of versions.values()) if (tracked.ref.key.equals(key)) tracked.timestamps.clear();
+          clear((ref) => ref.key.equals(key));
           break;
-        }
       }
     }
   }
   for (const { ref, timestamps } of versions.values()) {
-    const keep = policies.get(ref.family)?.maxVersions ?? Infinity;
-    if (timestamps.size <= keep) continue;
+    const policy = policies.get(ref.family) ?? {};
     const newest = [...timestamps].sort((x, y) => (x > y ? -1 : x < y ? 1 : 0));
-    const oldestKept = newest[keep - 1] as Micros;
-    // ts is stored descending: the versions older than the oldest kept come after it.
-    writes.push({ kind: 'deleteRange', range: { startOpen: prefix(ref.key, ref.family, ref.column, oldestKept.toString()), endClosed: prefix(ref.key, ref.family, ref.column) } });
+    // ts is stored descending: versions older than a given one come after it in key order.
+    const olderThan = (ts: Micros): CellWrite => ({
+      kind: 'deleteRange',
+      range: { startOpen: prefix(ref.key, ref.family, ref.hash, ts.toString()), endClosed: prefix(ref.key, ref.family, ref.hash) },
+    });
+    const keep = policy.maxVersions ?? Infinity;
+    if (newest.length > keep) writes.push(olderThan(newest[keep - 1] as Micros));
+    if (policy.maxAgeSeconds !== undefined) {
+      // Expired means older than the cutoff; a version exactly at it is still kept.
+      const cutoff = nowMicros - BigInt(policy.maxAgeSeconds) * 1_000_000n;
+      const oldest = newest[Math.min(newest.length, keep) - 1];
+      if (oldest !== undefined && oldest < cutoff) writes.push(olderThan(cutoff));
+    }
   }
-  for (const ref of aged.values()) {
-    const maxAge = BigInt(policies.get(ref.family)?.maxAgeSeconds ?? 0) * 1_000_000n;
-    const cutoff = nowMicros - maxAge;
-    // Expired means older than the cutoff; a version exactly at it is still kept.
-    if (cutoff <= 0n) continue;
-    writes.push({ kind: 'deleteRange', range: { startOpen: prefix(ref.key, ref.family, ref.column, cutoff.toString()), endClosed: prefix(ref.key, ref.family, ref.column) } });
-  }
+  checkCommit(writes);
   return writes;
 }
 
-function refOf(id: string): ColumnRef {
-  const [key = '', family = '', column = ''] = id.split('/');
-  return { key: Buffer.from(key, 'hex'), family, column: Buffer.from(column, 'hex') };
+function hasPolicy(policy: FamilyPolicy | undefined): boolean {
+  return policy !== undefined && (policy.maxVersions !== undefined || policy.maxAgeSeconds !== undefined);
+}
+
+/** Refuses writes that one Spanner commit cannot hold. */
+function checkCommit(writes: readonly CellWrite[]): void {
+  let mutations = 0;
+  let bytes = 0;
+  for (const write of writes) {
+    if (write.kind === 'upsert') {
+      const row = write.row;
+      mutations += COLUMNS_PER_CELL;
+      bytes += row.table_id.length + row.row_key.length + row.family.length + row.col_hash.length + 8 + row.col.length + row.value.length;
+    } else {
+      mutations += 1;
+    }
+  }
+  if (mutations > MUTATIONS_PER_COMMIT) {
+    throw new StoreError('INVALID_ARGUMENT', `spanner: the write needs ${mutations} mutations; one commit holds at most ${MUTATIONS_PER_COMMIT}`, { limit: 'mutationsPerRow' });
+  }
+  if (bytes > BYTES_PER_COMMIT) {
+    throw new StoreError('INVALID_ARGUMENT', `spanner: the write holds ${bytes} bytes with its keys; one commit holds at most ${BYTES_PER_COMMIT}`, { limit: 'bytesPerRow' });
+  }
 }

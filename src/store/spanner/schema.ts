@@ -11,8 +11,11 @@ import { StoreError } from '../errors.ts';
  *   cells are keyed by (a table recreated under the same name gets a new one, so nothing of the
  *   old table shows through), and its families with their retention policies (JSON).
  * - kvcrud_dropped: table_ids of deleted tables whose cells are still being removed.
- * - kvcrud_cells: one row per cell version, keyed (table_id, row_key, family, col, ts DESC), so a
- *   row's cells are contiguous and come in the order a read returns them, newest version first.
+ * - kvcrud_cells: one row per cell version, keyed (table_id, row_key, family, col_hash, ts DESC),
+ *   so a row's cells are contiguous and each column's versions come newest first. The column is
+ *   keyed by its SHA-256 (col_hash) and kept whole in `col`: Spanner keys are at most 8 KiB over
+ *   all their parts, and a column may be 16 KiB. So within a row, columns come in hash order;
+ *   a read puts them in byte order.
  */
 export const SCHEMA_VERSION = 1;
 
@@ -20,7 +23,7 @@ export const SCHEMA_DDL: readonly string[] = [
   'CREATE TABLE IF NOT EXISTS kvcrud_schema (id INT64 NOT NULL, version INT64 NOT NULL) PRIMARY KEY (id)',
   'CREATE TABLE IF NOT EXISTS kvcrud_tables (name STRING(MAX) NOT NULL, table_id STRING(32) NOT NULL, families STRING(MAX) NOT NULL) PRIMARY KEY (name)',
   'CREATE TABLE IF NOT EXISTS kvcrud_dropped (table_id STRING(32) NOT NULL) PRIMARY KEY (table_id)',
-  'CREATE TABLE IF NOT EXISTS kvcrud_cells (table_id STRING(32) NOT NULL, row_key BYTES(MAX) NOT NULL, family STRING(64) NOT NULL, col BYTES(MAX) NOT NULL, ts INT64 NOT NULL, value BYTES(MAX) NOT NULL) PRIMARY KEY (table_id, row_key, family, col, ts DESC)',
+  'CREATE TABLE IF NOT EXISTS kvcrud_cells (table_id STRING(32) NOT NULL, row_key BYTES(MAX) NOT NULL, family STRING(64) NOT NULL, col_hash BYTES(32) NOT NULL, ts INT64 NOT NULL, col BYTES(MAX) NOT NULL, value BYTES(MAX) NOT NULL) PRIMARY KEY (table_id, row_key, family, col_hash, ts DESC)',
 ];
 
 const SCHEMA_TABLES = ['kvcrud_schema', 'kvcrud_tables', 'kvcrud_dropped', 'kvcrud_cells'];
@@ -56,7 +59,7 @@ export async function ensureSchema(database: Database, options: SchemaOptions): 
       const [rows] = await transaction.read('kvcrud_schema', { keys: [['0']], columns: ['version'], json: true, jsonOptions: { wrapNumbers: true } });
       const stored = rows[0] as { version: { value: string } } | undefined;
       if (stored !== undefined) {
-        transaction.end();
+        await transaction.rollback();
         return Number(stored.version.value);
       }
       transaction.insert('kvcrud_schema', { id: '0', version: String(SCHEMA_VERSION) });

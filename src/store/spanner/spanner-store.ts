@@ -129,7 +129,6 @@ export class SpannerStore implements DataStore {
       try {
         await this.#transact(database, options, async (transaction) => {
           if ((await readCatalog(transaction, ref.table)) !== undefined) {
-            transaction.end();
             throw tableExists(ref);
           }
           const stored = families.map((family) => ({ name: family.name, ...policyOf(family) }));
@@ -171,7 +170,6 @@ export class SpannerStore implements DataStore {
       const tableId = await this.#transact(database, options, async (transaction) => {
         const table = await readCatalog(transaction, ref.table);
         if (table === undefined) {
-          transaction.end();
           throw tableNotFound(ref);
         }
         // Gone for every reader once this commits; the cells follow in the background.
@@ -205,12 +203,11 @@ export class SpannerStore implements DataStore {
     return this.#transact(database, options, async (transaction) => {
       const table = await readCatalog(transaction, ref.table);
       if (table === undefined) {
-        transaction.end();
         throw tableNotFound(ref);
       }
       const results = entries.map((entry) => missingFamily(table, entry.mutations));
       if (!batch && results[0] !== undefined) {
-        transaction.end();
+        await transaction.rollback();
         return results;
       }
       const valid = entries.filter((_, index) => results[index] === undefined);
@@ -218,7 +215,7 @@ export class SpannerStore implements DataStore {
       const stored = reads.length === 0 ? new Map<string, Micros[]>() : await readVersions(transaction, table.tableId, reads);
       const writes = planWrites(table.tableId, table.policies, valid, stored, BigInt(Date.now()) * 1000n);
       if (writes.length === 0) {
-        transaction.end();
+        await transaction.rollback();
         return results;
       }
       queueWrites(transaction, writes);
@@ -237,7 +234,7 @@ export class SpannerStore implements DataStore {
         const distinct = [...new Map(keys.map((key) => [key.toString('hex'), key])).values()];
         const families = selectedFamilies(selection);
         const [cells] = await snapshot.run({
-          sql: `SELECT row_key, family, col, ts, value FROM kvcrud_cells WHERE table_id = @table AND row_key IN UNNEST(@keys)${families === undefined ? '' : ' AND family IN UNNEST(@families)'} ORDER BY row_key, family, col, ts DESC`,
+          sql: `SELECT row_key, family, col, ts, value FROM kvcrud_cells WHERE table_id = @table AND row_key IN UNNEST(@keys)${families === undefined ? '' : ' AND family IN UNNEST(@families)'} ORDER BY row_key, family, col_hash, ts DESC`,
           params: { table: table.tableId, keys: distinct, ...(families === undefined ? {} : { families }) },
           types: { table: 'string', keys: { type: 'array', child: 'bytes' }, ...(families === undefined ? {} : { families: { type: 'array', child: 'string' } }) },
           ...READ_JSON,
@@ -272,7 +269,7 @@ export class SpannerStore implements DataStore {
       if (families !== undefined) conditions.push('family IN UNNEST(@families)');
       // One snapshot for the whole scan: every row is read whole, and the scan is consistent.
       const stream = snapshot.runStream({
-        sql: `SELECT row_key, family, col, ts, value FROM kvcrud_cells WHERE ${conditions.join(' AND ')} ORDER BY row_key${scan.reverse ? ' DESC' : ''}, family, col, ts DESC`,
+        sql: `SELECT row_key, family, col, ts, value FROM kvcrud_cells WHERE ${conditions.join(' AND ')} ORDER BY row_key${scan.reverse ? ' DESC' : ''}, family, col_hash, ts DESC`,
         params: {
           table: table.tableId,
           ...(scan.range.start === undefined ? {} : { start: scan.range.start }),
@@ -446,7 +443,16 @@ export class SpannerStore implements DataStore {
       if (options.signal?.aborted === true) return Promise.reject(callerGone());
       const timeout = remaining(options);
       if (timeout <= 0) return Promise.reject(deadlineExceeded('transaction'));
-      return database.runTransactionAsync({ timeout }, work);
+      return database.runTransactionAsync({ timeout }, async (transaction) => {
+        try {
+          return await work(transaction);
+        } catch (error) {
+          // An open transaction holds its locks until Spanner times it out (the emulator, which
+          // runs one at a time, holds every other): roll it back. An aborted one is retried.
+          if (grpcCode(error) !== GrpcStatus.ABORTED) await transaction.rollback().catch(() => undefined);
+          throw error;
+        }
+      });
     }, options.deadline, options.signal);
   }
 
@@ -498,15 +504,15 @@ async function readCatalog(reader: Snapshot, name: string): Promise<CatalogTable
 async function readVersions(transaction: Transaction, tableId: string, columns: readonly ColumnRef[]): Promise<Map<string, Micros[]>> {
   const [rows] = await transaction.read('kvcrud_cells', {
     ranges: columns.map((column) => {
-      const prefix = [tableId, column.key, column.family, column.column];
+      const prefix = [tableId, column.key, column.family, column.hash];
       return { startClosed: prefix, endClosed: prefix };
     }),
-    columns: ['row_key', 'family', 'col', 'ts'],
+    columns: ['row_key', 'family', 'col_hash', 'ts'],
     ...READ_JSON,
   });
   const stored = new Map<string, Micros[]>();
-  for (const row of rows as unknown as CellRow[]) {
-    const id = columnId(row.row_key, row.family, row.col);
+  for (const row of rows as unknown as Array<{ row_key: Buffer; family: string; col_hash: Buffer; ts: { value: string } }>) {
+    const id = columnId(row.row_key, row.family, row.col_hash);
     const timestamps = stored.get(id) ?? [];
     timestamps.push(BigInt(row.ts.value));
     stored.set(id, timestamps);
