@@ -48,6 +48,12 @@ interface LongRunning {
   promise(): Promise<unknown>;
 }
 
+/** Longest wait for a session from the pool. */
+const SESSION_WAIT_MS = 5000;
+/** How often, and how long, an unreachable Spanner is probed. */
+const PROBE_INTERVAL_MS = 500;
+const PROBE_TIMEOUT_MS = 1000;
+
 const READ_JSON = { json: true, jsonOptions: { wrapNumbers: true } } as const;
 /** How long close() waits for cells of deleted tables to be removed before leaving them to the next start. */
 const CLOSE_GRACE_MS = 5000;
@@ -67,17 +73,26 @@ const RECLAIM_TIMEOUT_MS = 10 * 60_000;
 export class SpannerStore implements DataStore {
   readonly capabilities = SPANNER_CAPABILITIES;
   readonly limits = SPANNER_LIMITS;
-  readonly #spanner: Spanner;
-  readonly #instance: Instance;
+  readonly #clientOptions: SpannerOptions;
+  #spanner: Spanner;
+  #instance: Instance;
+  /** Clients replaced after a database was found gone: closed with the store. */
+  readonly #retired: Spanner[] = [];
+  /** Set when a database was found gone: the next preparation starts a new client. */
+  #renew = false;
   readonly #instanceId: string;
   readonly #emulator: boolean;
   readonly #logger: Logger;
   readonly #queue: TransactionQueue;
-  readonly #databases = new Map<string, Database>();
+  #databases = new Map<string, Database>();
   /** Each database's schema check (and, on the emulator, its creation), done once per process. */
   readonly #prepared = new Map<string, Promise<Database>>();
   readonly #reclaims = new Set<Promise<void>>();
   #emulatorInstance: Promise<void> | undefined;
+  /** Set while Spanner is found unreachable: calls fail at once instead of waiting for their deadline. */
+  #unreachable: string | undefined;
+  #probing: Promise<void> | undefined;
+  #closed = false;
 
   static open(options: SpannerStoreOptions): SpannerStore {
     return new SpannerStore(options);
@@ -112,14 +127,27 @@ export class SpannerStore implements DataStore {
             universeDomain: 'googleapis.com',
           }),
     };
+    this.#clientOptions = clientOptions;
     this.#spanner = new Spanner(clientOptions);
     this.#instanceId = options.instance;
     this.#instance = this.#spanner.instance(options.instance);
-    for (const instance of options.instances) {
-      const database = this.#instance.database(instance, { min: 1, max: 100 });
+    for (const instance of options.instances) this.#databases.set(instance, this.#openDatabase(instance));
+  }
+
+  #openDatabase(instance: string): Database {
+    {
+      // A session the pool cannot create (the database is gone) fails the call after a while
+      // instead of keeping it waiting; the pool itself ignores "database not found".
+      const database = this.#instance.database(instance, { min: 10, max: 100, incStep: 10, acquireTimeout: SESSION_WAIT_MS });
       // The session pool reports sessions it failed to create here; calls report their own failures.
-      (database as unknown as NodeJS.EventEmitter).on('error', (error: unknown) => this.#logger.warn({ err: error, database: instance }, 'spanner session pool error'));
-      this.#databases.set(instance, database);
+      let warned = 0;
+      (database as unknown as NodeJS.EventEmitter).on('error', (error: unknown) => {
+        // Once a minute at most: while Spanner is down, every pending session fails this way.
+        if (Date.now() - warned < 60_000) return;
+        warned = Date.now();
+        this.#logger.warn({ database: instance, code: grpcCode(error), error: firstLine(error) }, 'spanner: the session pool could not create sessions');
+      });
+      return database;
     }
   }
 
@@ -128,12 +156,12 @@ export class SpannerStore implements DataStore {
       const database = await this.#ready(ref.instance, options);
       try {
         await this.#transact(database, options, async (transaction) => {
-          if ((await readCatalog(transaction, ref.table)) !== undefined) {
+          if ((await readCatalog(transaction, ref.table, options)) !== undefined) {
             throw tableExists(ref);
           }
           const stored = families.map((family) => ({ name: family.name, ...policyOf(family) }));
           transaction.insert('kvcrud_tables', { name: ref.table, table_id: randomBytes(16).toString('hex'), families: JSON.stringify(stored) });
-          await transaction.commit();
+          await transaction.commit({ gaxOptions: gaxOptions(options) });
         });
       } catch (error) {
         if (grpcCode(error) === GrpcStatus.ALREADY_EXISTS) throw tableExists(ref);
@@ -147,7 +175,7 @@ export class SpannerStore implements DataStore {
       const database = await this.#ready(ref.instance, options);
       const [snapshot] = await database.getSnapshot({ strong: true });
       try {
-        const table = await readCatalog(snapshot, ref.table);
+        const table = await readCatalog(snapshot, ref.table, options);
         if (table === undefined) throw tableNotFound(ref);
         return { name: ref.table, families: [...table.families].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)) };
       } finally {
@@ -159,7 +187,7 @@ export class SpannerStore implements DataStore {
   listTables(instance: string, options: CallOptions): Promise<string[]> {
     return this.#bounded(options, 'listTables', async () => {
       const database = await this.#ready(instance, options);
-      const [rows] = await database.run({ sql: 'SELECT name FROM kvcrud_tables', json: true, gaxOptions: { timeout: remaining(options) } });
+      const [rows] = await database.run({ sql: 'SELECT name FROM kvcrud_tables', json: true, gaxOptions: gaxOptions(options) });
       return (rows as Array<{ name: string }>).map((row) => row.name);
     });
   }
@@ -168,14 +196,14 @@ export class SpannerStore implements DataStore {
     return this.#bounded(options, 'deleteTable', async () => {
       const database = await this.#ready(ref.instance, options);
       const tableId = await this.#transact(database, options, async (transaction) => {
-        const table = await readCatalog(transaction, ref.table);
+        const table = await readCatalog(transaction, ref.table, options);
         if (table === undefined) {
           throw tableNotFound(ref);
         }
         // Gone for every reader once this commits; the cells follow in the background.
         transaction.deleteRows('kvcrud_tables', [ref.table]);
         transaction.insert('kvcrud_dropped', { table_id: table.tableId });
-        await transaction.commit();
+        await transaction.commit({ gaxOptions: gaxOptions(options) });
         return table.tableId;
       });
       this.#reclaim(ref.instance, database, [tableId]);
@@ -201,7 +229,7 @@ export class SpannerStore implements DataStore {
   async #write(ref: TableRef, entries: readonly RowMutations[], options: CallOptions, batch: boolean): Promise<Array<StoreError | undefined>> {
     const database = await this.#ready(ref.instance, options);
     return this.#transact(database, options, async (transaction) => {
-      const table = await readCatalog(transaction, ref.table);
+      const table = await readCatalog(transaction, ref.table, options);
       if (table === undefined) {
         throw tableNotFound(ref);
       }
@@ -212,14 +240,14 @@ export class SpannerStore implements DataStore {
       }
       const valid = entries.filter((_, index) => results[index] === undefined);
       const reads = columnsToRead(table.policies, valid);
-      const stored = reads.length === 0 ? new Map<string, Micros[]>() : await readVersions(transaction, table.tableId, reads);
+      const stored = reads.length === 0 ? new Map<string, Micros[]>() : await readVersions(transaction, table.tableId, reads, options);
       const writes = planWrites(table.tableId, table.policies, valid, stored, BigInt(Date.now()) * 1000n);
       if (writes.length === 0) {
         await transaction.rollback();
         return results;
       }
       queueWrites(transaction, writes);
-      await transaction.commit();
+      await transaction.commit({ gaxOptions: gaxOptions(options) });
       return results;
     });
   }
@@ -229,7 +257,7 @@ export class SpannerStore implements DataStore {
       const database = await this.#ready(ref.instance, options);
       const [snapshot] = await database.getSnapshot({ strong: true });
       try {
-        const table = await readCatalog(snapshot, ref.table);
+        const table = await readCatalog(snapshot, ref.table, options);
         if (table === undefined) throw tableNotFound(ref);
         const distinct = [...new Map(keys.map((key) => [key.toString('hex'), key])).values()];
         const families = selectedFamilies(selection);
@@ -238,7 +266,7 @@ export class SpannerStore implements DataStore {
           params: { table: table.tableId, keys: distinct, ...(families === undefined ? {} : { families }) },
           types: { table: 'string', keys: { type: 'array', child: 'bytes' }, ...(families === undefined ? {} : { families: { type: 'array', child: 'string' } }) },
           ...READ_JSON,
-          gaxOptions: { timeout: remaining(options) },
+          gaxOptions: gaxOptions(options),
         });
         const assembler = new RowAssembler(table.policies, selection, BigInt(Date.now()) * 1000n);
         const rows = new Map<string, Row>();
@@ -260,7 +288,7 @@ export class SpannerStore implements DataStore {
     const [snapshot] = await this.#bounded(options, 'scanRows', () => database.getSnapshot({ strong: true }));
     const aborter = new AbortController();
     try {
-      const table = await this.#bounded(options, 'scanRows', () => readCatalog(snapshot, ref.table));
+      const table = await this.#bounded(options, 'scanRows', () => readCatalog(snapshot, ref.table, options));
       if (table === undefined) throw tableNotFound(ref);
       const families = selectedFamilies(scan);
       const conditions = ['table_id = @table'];
@@ -283,13 +311,16 @@ export class SpannerStore implements DataStore {
           ...(families === undefined ? {} : { families: { type: 'array', child: 'string' } }),
         },
         ...READ_JSON,
-        gaxOptions: { timeout: remaining(options) },
+        gaxOptions: gaxOptions(options),
       });
       const stop = (error: StoreError) => {
         aborter.abort(error);
         stream.destroy(error);
       };
-      const timer = setTimeout(() => stop(deadlineExceeded('scanRows')), Math.max(0, options.deadline - Date.now()));
+      const timer = setTimeout(() => {
+        this.#suspect();
+        stop(deadlineExceeded('scanRows'));
+      }, Math.max(0, options.deadline - Date.now()));
       const onAbort = () => stop(callerGone());
       options.signal?.addEventListener('abort', onAbort, { once: true });
       try {
@@ -325,18 +356,19 @@ export class SpannerStore implements DataStore {
       await Promise.all(
         [...this.#databases.keys()].map(async (instance) => {
           const database = await this.#ready(instance, options);
-          await database.run({ sql: 'SELECT 1', gaxOptions: { timeout: remaining(options) } });
+          await database.run({ sql: 'SELECT 1', gaxOptions: gaxOptions(options) });
         }),
       );
     });
   }
 
   async close(): Promise<void> {
+    this.#closed = true;
     if (this.#reclaims.size > 0) {
       await Promise.race([Promise.allSettled([...this.#reclaims]), new Promise((resolve) => setTimeout(resolve, CLOSE_GRACE_MS).unref())]);
     }
     await Promise.allSettled([...this.#databases.values()].map((database) => database.close()));
-    await this.#spanner.close();
+    await Promise.allSettled([this.#spanner, ...this.#retired].map((client) => client.close()));
   }
 
   /** Waits for background removal of deleted tables' cells (for tests). */
@@ -353,13 +385,19 @@ export class SpannerStore implements DataStore {
       prepared = this.#prepare(instance, database, options);
       this.#prepared.set(instance, prepared);
       // A failure is not remembered: the next call tries again (the database may be back).
-      prepared.catch(() => this.#prepared.delete(instance));
+      prepared.catch((error: unknown) => {
+        this.#prepared.delete(instance);
+        this.#logger.warn({ database: instance, code: grpcCode(error), error: firstLine(error) }, 'spanner: the database cannot be prepared; the next call tries again');
+      });
     }
     return prepared;
   }
 
-  async #prepare(instance: string, database: Database, options: CallOptions): Promise<Database> {
+  async #prepare(instance: string, found: Database, options: CallOptions): Promise<Database> {
+    this.#logger.debug({ database: instance }, 'spanner: preparing the database');
     if (this.#emulator) await this.#createOnEmulator(instance);
+    if (this.#renew) this.#renewClient();
+    const database = this.#databases.get(instance) ?? found;
     const timeout = Math.max(remaining(options), 30_000);
     try {
       await ensureSchema(database, { timeout, transact: (work) => this.#queue.run(work, Date.now() + timeout) });
@@ -374,6 +412,7 @@ export class SpannerStore implements DataStore {
       throw error;
     }
     void this.#reclaimLeftovers(instance, database);
+    this.#logger.debug({ database: instance }, 'spanner: the database is ready');
     return database;
   }
 
@@ -437,6 +476,75 @@ export class SpannerStore implements DataStore {
     void work.finally(() => this.#reclaims.delete(work));
   }
 
+  /**
+   * A call found no answer before its deadline. The client retries a Spanner it cannot reach
+   * (streaming reads without end), so that alone cannot tell a slow Spanner from one that is down:
+   * a probe of one unary call without retries can. While probes find it unreachable, calls fail
+   * at once with UNAVAILABLE (a fast 503) instead of each waiting out its deadline; probing goes
+   * on every half second until it answers.
+   */
+  #suspect(): void {
+    if (this.#probing !== undefined || this.#closed) return;
+    this.#probing = (async () => {
+      while (!this.#closed) {
+        const failure = await this.#probe();
+        if (failure === undefined) {
+          if (this.#unreachable !== undefined) this.#logger.info('spanner: reachable again');
+          this.#unreachable = undefined;
+          return;
+        }
+        if (this.#unreachable === undefined) this.#logger.warn({ error: failure }, 'spanner: unreachable; calls fail at once until it answers');
+        this.#unreachable = failure;
+        await new Promise((resolve) => setTimeout(resolve, PROBE_INTERVAL_MS));
+      }
+    })().finally(() => (this.#probing = undefined));
+  }
+
+  /** Creates (and drops) a session: why Spanner cannot be reached, or undefined when it answered. */
+  async #probe(): Promise<string | undefined> {
+    const database = this.#databases.values().next().value;
+    if (database === undefined) return undefined;
+    try {
+      const [session] = await database.createSession({ gaxOptions: { timeout: PROBE_TIMEOUT_MS, maxRetries: 0 } });
+      void session.delete().catch(() => undefined);
+      return undefined;
+    } catch (error) {
+      // Reachable, but the database is gone (an emulator restarted empty): the session pool
+      // waits for it without end, so it is prepared again instead.
+      this.#forgetIfGone(error);
+      const code = grpcCode(error);
+      // Any answer from Spanner, even a refusal, means it is reachable.
+      return code === GrpcStatus.UNAVAILABLE || code === GrpcStatus.DEADLINE_EXCEEDED || code === undefined ? firstLine(error) : undefined;
+    }
+  }
+
+  /**
+   * A database (or the Spanner instance) that was there is gone: deleted, or an emulator restarted
+   * empty. Each database is prepared again on its next call, so the store recovers when it is back
+   * (on the emulator, by creating it again) without a restart of the service.
+   */
+  #forgetIfGone(error: unknown): void {
+    if (grpcCode(error) !== GrpcStatus.NOT_FOUND || !/(Database|Instance) not found/i.test(firstLine(error))) return;
+    this.#prepared.clear();
+    this.#emulatorInstance = undefined;
+    if (!this.#renew) this.#logger.info({ error: firstLine(error) }, 'spanner: a database is gone; each is prepared again on its next call, with a new client');
+    this.#renew = true;
+  }
+
+  /**
+   * The session pools of a database that is gone keep sessions that no longer exist and wait
+   * without end for new ones; and a pool cannot be closed while calls still hold its sessions.
+   * So the client is replaced, once the database is there again (its new pool then fills at
+   * once), and the old one is closed with the store.
+   */
+  #renewClient(): void {
+    this.#renew = false;
+    this.#retired.push(this.#spanner);
+    this.#spanner = new Spanner(this.#clientOptions);
+    this.#instance = this.#spanner.instance(this.#instanceId);
+    this.#databases = new Map([...this.#databases.keys()].map((instance) => [instance, this.#openDatabase(instance)]));
+  }
+
   /** One read-write transaction within the call's deadline, with the client's retry of aborted ones; queued on the emulator. */
   #transact<T>(database: Database, options: CallOptions, work: (transaction: Transaction) => Promise<T>): Promise<T> {
     return this.#queue.run(() => {
@@ -444,6 +552,9 @@ export class SpannerStore implements DataStore {
       const timeout = remaining(options);
       if (timeout <= 0) return Promise.reject(deadlineExceeded('transaction'));
       return database.runTransactionAsync({ timeout }, async (transaction) => {
+        // A call abandoned at its deadline may get its session much later (Spanner was
+        // unreachable): it must not write then, behind its caller's back.
+        if (Date.now() >= options.deadline || options.signal?.aborted === true) throw deadlineExceeded('transaction');
         try {
           return await work(transaction);
         } catch (error) {
@@ -464,6 +575,7 @@ export class SpannerStore implements DataStore {
     const left = options.deadline - Date.now();
     if (options.signal?.aborted === true) return Promise.reject(callerGone());
     if (left <= 0) return Promise.reject(deadlineExceeded(operation));
+    if (this.#unreachable !== undefined) return Promise.reject(new StoreError('UNAVAILABLE', `spanner ${operation}: Spanner is unreachable (${this.#unreachable})`));
     return new Promise<T>((resolve, reject) => {
       const { signal } = options;
       const onAbort = () => {
@@ -472,6 +584,7 @@ export class SpannerStore implements DataStore {
       };
       const timer = setTimeout(() => {
         signal?.removeEventListener('abort', onAbort);
+        this.#suspect();
         reject(deadlineExceeded(operation));
       }, left);
       signal?.addEventListener('abort', onAbort, { once: true });
@@ -484,6 +597,7 @@ export class SpannerStore implements DataStore {
         (error: unknown) => {
           clearTimeout(timer);
           signal?.removeEventListener('abort', onAbort);
+          this.#forgetIfGone(error);
           reject(toStoreError(error, operation));
         },
       );
@@ -492,8 +606,8 @@ export class SpannerStore implements DataStore {
 }
 
 /** The table's catalog row, read in a transaction or snapshot. */
-async function readCatalog(reader: Snapshot, name: string): Promise<CatalogTable | undefined> {
-  const [rows] = await reader.read('kvcrud_tables', { keys: [name], columns: ['table_id', 'families'], json: true });
+async function readCatalog(reader: Snapshot, name: string, options: CallOptions): Promise<CatalogTable | undefined> {
+  const [rows] = await reader.read('kvcrud_tables', { keys: [name], columns: ['table_id', 'families'], json: true, gaxOptions: gaxOptions(options) });
   const row = rows[0] as { table_id: string; families: string } | undefined;
   if (row === undefined) return undefined;
   const families = (JSON.parse(row.families) as FamilySpec[]).map((family) => ({ name: family.name, ...policyOf(family) }));
@@ -501,7 +615,7 @@ async function readCatalog(reader: Snapshot, name: string): Promise<CatalogTable
 }
 
 /** The stored timestamps of each column, newest first. */
-async function readVersions(transaction: Transaction, tableId: string, columns: readonly ColumnRef[]): Promise<Map<string, Micros[]>> {
+async function readVersions(transaction: Transaction, tableId: string, columns: readonly ColumnRef[], options: CallOptions): Promise<Map<string, Micros[]>> {
   const [rows] = await transaction.read('kvcrud_cells', {
     ranges: columns.map((column) => {
       const prefix = [tableId, column.key, column.family, column.hash];
@@ -509,6 +623,7 @@ async function readVersions(transaction: Transaction, tableId: string, columns: 
     }),
     columns: ['row_key', 'family', 'col_hash', 'ts'],
     ...READ_JSON,
+    gaxOptions: gaxOptions(options),
   });
   const stored = new Map<string, Micros[]>();
   for (const row of rows as unknown as Array<{ row_key: Buffer; family: string; col_hash: Buffer; ts: { value: string } }>) {
@@ -557,6 +672,19 @@ function missingFamily(table: CatalogTable, mutations: readonly Mutation[]): Sto
     }
   }
   return undefined;
+}
+
+/**
+ * Call settings for one RPC of a call: its deadline, and no retries of the client's own. A
+ * Spanner that does not answer is reported at once (503), as for Bigtable, instead of being
+ * retried until the deadline; aborted transactions are still retried, by the transaction runner.
+ */
+function gaxOptions(options: CallOptions): { timeout: number; maxRetries: 0 } {
+  return { timeout: remaining(options), maxRetries: 0 };
+}
+
+function firstLine(error: unknown): string {
+  return (error instanceof Error ? error.message : String(error)).split('\n')[0]?.slice(0, 300) ?? '';
 }
 
 function remaining(options: CallOptions): number {

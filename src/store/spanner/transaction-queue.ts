@@ -38,7 +38,15 @@ export class TransactionQueue {
         if (settled) return;
         settled = true;
         clearTimeout(timer);
-        work().then(resolve, reject).finally(release);
+        // A call the backend never answers (the emulator is down) keeps its place no longer than
+        // its deadline: the queue must not stall behind it.
+        const overdue = setTimeout(release, Math.max(0, deadline - Date.now()));
+        work()
+          .then(resolve, reject)
+          .finally(() => {
+            clearTimeout(overdue);
+            release();
+          });
       });
     });
   }
