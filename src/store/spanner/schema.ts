@@ -44,15 +44,26 @@ export interface SchemaOptions {
  * and the second finds the row the first wrote. Neither fails.
  */
 export async function ensureSchema(database: Database, options: SchemaOptions): Promise<void> {
-  const [present] = await database.run({
-    sql: 'SELECT table_name FROM information_schema.tables WHERE table_schema = "" AND table_name IN UNNEST(@names)',
-    params: { names: SCHEMA_TABLES },
-    json: true,
-    gaxOptions: { timeout: options.timeout },
-  });
-  if (present.length < SCHEMA_TABLES.length) {
-    const [operation] = await database.updateSchema([...SCHEMA_DDL]);
-    await operation.promise();
+  const started = Date.now();
+  for (let attempt = 0; ; attempt++) {
+    const [present] = await database.run({
+      sql: 'SELECT table_name FROM information_schema.tables WHERE table_schema = "" AND table_name IN UNNEST(@names)',
+      params: { names: SCHEMA_TABLES },
+      json: true,
+      gaxOptions: { timeout: options.timeout },
+    });
+    if (present.length === SCHEMA_TABLES.length) break;
+    try {
+      const [operation] = await database.updateSchema([...SCHEMA_DDL]);
+      await operation.promise();
+      break;
+    } catch (error) {
+      // The emulator refuses a schema change while another runs (another replica's, at once);
+      // Spanner itself queues them. Either way the other's change is this one: check again.
+      const concurrent = (error as { code?: unknown }).code === 9 && /concurrent schema change/i.test(String((error as Error).message));
+      if (!concurrent || Date.now() - started > options.timeout) throw error;
+      await new Promise((resolve) => setTimeout(resolve, Math.min(1000, 50 * 2 ** attempt)));
+    }
   }
   const version = await options.transact(() =>
     database.runTransactionAsync({ timeout: options.timeout }, async (transaction) => {
