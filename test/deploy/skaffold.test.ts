@@ -126,9 +126,9 @@ describe('skaffold.yaml', function () {
   });
 
   describe('the dev profile', () => {
-    it('also deploys the Cloud Bigtable emulator and Redis, with kubectl', () => {
+    it('also deploys the Cloud Bigtable emulator, Redis and the Cloud Spanner emulator, with kubectl', () => {
       expect(DEV['deploy'].kubectl).to.deep.equal({});
-      expect(BACKEND_MANIFESTS).to.deep.equal(['deploy/dev/bigtable-emulator.yaml', 'deploy/dev/redis.yaml']);
+      expect(BACKEND_MANIFESTS).to.deep.equal(['deploy/dev/bigtable-emulator.yaml', 'deploy/dev/redis.yaml', 'deploy/dev/spanner-emulator.yaml']);
       for (const file of BACKEND_MANIFESTS) {
         const manifests = backendManifests(file);
         expect(manifests.map((manifest) => manifest['kind']), file).to.deep.equal(['Deployment', 'Service']);
@@ -147,7 +147,7 @@ describe('skaffold.yaml', function () {
       }
     });
 
-    it('runs the emulator from the official image, listening on the port its pod declares', () => {
+    it('runs the Bigtable emulator from the official image, listening on the port its pod declares', () => {
       const emulator = only(backendManifests('deploy/dev/bigtable-emulator.yaml'), 'Deployment')['spec'].template.spec.containers[0] as Manifest;
       expect(emulator['image']).to.match(/^gcr\.io\/google\.com\/cloudsdktool\/google-cloud-cli:\d+\.\d+\.\d+-emulators$/);
       const [port] = emulator['ports'] as Manifest[];
@@ -165,7 +165,21 @@ describe('skaffold.yaml', function () {
       expect(args).to.contain('--maxmemory-policy noeviction');
     });
 
-    it('points the service at both, in a configuration the service accepts: Bigtable serves v1, Redis is a second store', async function () {
+    it('runs the Spanner emulator from the official image, its gRPC port (9010) the Service serves first', () => {
+      const manifests = backendManifests('deploy/dev/spanner-emulator.yaml');
+      const emulator = only(manifests, 'Deployment')['spec'].template.spec.containers[0] as Manifest;
+      expect(emulator['image']).to.match(/^gcr\.io\/cloud-spanner-emulator\/emulator:\d+\.\d+\.\d+$/);
+      const [grpc, http] = emulator['ports'] as Manifest[];
+      expect(grpc).to.include({ name: 'grpc', containerPort: 9010 });
+      expect(http).to.include({ name: 'http', containerPort: 9020 });
+      const command = (emulator['command'] as string[]).join(' ');
+      expect(command).to.contain('--hostname 0.0.0.0');
+      expect(command).to.contain(`--grpc_port ${grpc?.['containerPort']}`);
+      expect(command).to.contain(`--http_port ${http?.['containerPort']}`);
+      expect(serviceAddress(manifests)).to.equal('spanner-emulator:9010');
+    });
+
+    it('points the service at all three, in a configuration the service accepts: Bigtable serves v1, Redis and Spanner are more stores', async function () {
       const helm = await helmBinary(this);
       const manifests = await renderRelease(helm, releases[1]?.[1] as HelmRelease);
       expect(apiServerProblems([...manifests, ...allBackendManifests()])).to.deep.equal([]);
@@ -177,6 +191,8 @@ describe('skaffold.yaml', function () {
         expect(config.stores.default.settings).to.include({ emulatorHost: serviceAddress(backendManifests('deploy/dev/bigtable-emulator.yaml')) });
         const cache = config.stores.all.find((store) => store.driver === 'redis');
         expect(cache?.settings).to.include({ url: `redis://${serviceAddress(backendManifests('deploy/dev/redis.yaml'))}` });
+        const ledger = config.stores.all.find((store) => store.driver === 'spanner');
+        expect(ledger?.settings).to.deep.equal({ projectId: 'local-dev', instance: 'dev', emulatorHost: serviceAddress(backendManifests('deploy/dev/spanner-emulator.yaml')) });
         expect(config.instanceIds.length).to.be.at.least(1);
         // The throwaway dev cluster answers plain curl: no authentication.
         expect(config.auth.modes).to.deep.equal([]);

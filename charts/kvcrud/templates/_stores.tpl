@@ -19,7 +19,7 @@ fields in values.schema.json (one if/then block under definitions.store).
 kvcrud.stores.drivers lists the drivers a stores entry may name, separated by spaces.
 */}}
 {{- define "kvcrud.stores.drivers" -}}
-bigtable embedded redis
+bigtable embedded redis spanner
 {{- end }}
 
 {{/*
@@ -254,6 +254,57 @@ server's CA come from Secrets (authString, ca), mounted as files; STORES_FILE na
 {{- with .store.ca }}
 {{- if .existingSecret }}
 {{- $secrets = append $secrets (dict "secretName" .existingSecret "key" (.key | default "server-ca.pem")) }}
+{{- end }}
+{{- end }}
+{{- toYaml $secrets }}
+{{- end }}
+
+{{/*
+The spanner driver: Cloud Spanner (or its emulator), the Spanner instance `instance` in projectId;
+each kvcrud instance is the database of the same ID in it. Credentials: Workload Identity
+(application default credentials), or a key file from a Secret (credentials).
+*/}}
+{{- define "kvcrud.stores.spanner.problems" -}}
+{{- $problems := list }}
+{{- $store := .store }}
+{{- if not $store.projectId }}
+  {{- $problems = append $problems (printf "stores.%s.projectId is required with driver spanner (the project that holds the Spanner instance)" .name) }}
+{{- end }}
+{{- if not $store.instance }}
+  {{- $problems = append $problems (printf "stores.%s.instance is required with driver spanner (the Spanner instance that holds the instances' databases)" .name) }}
+{{- end }}
+{{- if and $store.emulatorHost $store.credentials $store.credentials.existingSecret }}
+  {{- $problems = append $problems (printf "stores.%s.credentials.existingSecret is never read with stores.%s.emulatorHost set: leave one empty" .name .name) }}
+{{- end }}
+{{- toYaml $problems }}
+{{- end }}
+
+{{- define "kvcrud.stores.spanner.entry" -}}
+{{- $entry := dict "projectId" .store.projectId "instance" .store.instance }}
+{{- with .store.emulatorHost }}
+{{- $_ := set $entry "emulatorHost" . }}
+{{- end }}
+{{- with include "kvcrud.stores.spanner.secrets" . | fromYamlArray }}
+{{- $secret := first . }}
+{{- $_ := set $entry "credentialsFile" (include "kvcrud.stores.secretPath" (dict "name" $.name "secretName" $secret.secretName "key" $secret.key)) }}
+{{- end }}
+{{- toYaml $entry }}
+{{- end }}
+
+{{- define "kvcrud.stores.spanner.describe" -}}
+project {{ .store.projectId }}, Spanner instance {{ .store.instance }}
+{{- if .store.emulatorHost }}, emulator at {{ .store.emulatorHost }}
+{{- else if and .store.credentials .store.credentials.existingSecret }}, key file from the Secret {{ .store.credentials.existingSecret }}
+{{- else if include "kvcrud.workloadIdentity" .root }}, as {{ include "kvcrud.workloadIdentity" .root }} (Workload Identity)
+{{- else }}, with the node's default credentials
+{{- end }}
+{{- end }}
+
+{{- define "kvcrud.stores.spanner.secrets" -}}
+{{- $secrets := list }}
+{{- with .store.credentials }}
+{{- if .existingSecret }}
+{{- $secrets = append $secrets (dict "secretName" .existingSecret "key" (.key | default "credentials.json")) }}
 {{- end }}
 {{- end }}
 {{- toYaml $secrets }}
