@@ -261,10 +261,12 @@ export class SpannerStore implements DataStore {
         if (table === undefined) throw tableNotFound(ref);
         const distinct = [...new Map(keys.map((key) => [key.toString('hex'), key])).values()];
         const families = selectedFamilies(selection);
-        const [cells] = await snapshot.run({
-          sql: `SELECT row_key, family, col, ts, value FROM kvcrud_cells WHERE table_id = @table AND row_key IN UNNEST(@keys)${families === undefined ? '' : ' AND family IN UNNEST(@families)'} ORDER BY row_key, family, col_hash, ts DESC`,
-          params: { table: table.tableId, keys: distinct, ...(families === undefined ? {} : { families }) },
-          types: { table: 'string', keys: { type: 'array', child: 'bytes' }, ...(families === undefined ? {} : { families: { type: 'array', child: 'string' } }) },
+        // Key ranges through the Read API: Spanner (and its emulator, which would scan the whole
+        // table for the same query in SQL) seeks to each row, or to each selected family of it.
+        const prefixes = distinct.flatMap((key) => (families === undefined ? [[table.tableId, key]] : families.map((family) => [table.tableId, key, family])));
+        const [cells] = await snapshot.read('kvcrud_cells', {
+          ranges: prefixes.map((prefix) => ({ startClosed: prefix, endClosed: prefix })),
+          columns: CELL_COLUMNS,
           ...READ_JSON,
           gaxOptions: gaxOptions(options),
         });
@@ -290,29 +292,7 @@ export class SpannerStore implements DataStore {
     try {
       const table = await this.#bounded(options, 'scanRows', () => readCatalog(snapshot, ref.table, options));
       if (table === undefined) throw tableNotFound(ref);
-      const families = selectedFamilies(scan);
-      const conditions = ['table_id = @table'];
-      if (scan.range.start !== undefined) conditions.push('row_key >= @start');
-      if (scan.range.end !== undefined) conditions.push('row_key < @end');
-      if (families !== undefined) conditions.push('family IN UNNEST(@families)');
-      // One snapshot for the whole scan: every row is read whole, and the scan is consistent.
-      const stream = snapshot.runStream({
-        sql: `SELECT row_key, family, col, ts, value FROM kvcrud_cells WHERE ${conditions.join(' AND ')} ORDER BY row_key${scan.reverse ? ' DESC' : ''}, family, col_hash, ts DESC`,
-        params: {
-          table: table.tableId,
-          ...(scan.range.start === undefined ? {} : { start: scan.range.start }),
-          ...(scan.range.end === undefined ? {} : { end: scan.range.end }),
-          ...(families === undefined ? {} : { families }),
-        },
-        types: {
-          table: 'string',
-          ...(scan.range.start === undefined ? {} : { start: 'bytes' }),
-          ...(scan.range.end === undefined ? {} : { end: 'bytes' }),
-          ...(families === undefined ? {} : { families: { type: 'array', child: 'string' } }),
-        },
-        ...READ_JSON,
-        gaxOptions: gaxOptions(options),
-      });
+      const stream = scan.reverse ? reverseScan(snapshot, table.tableId, scan, options) : forwardScan(snapshot, table.tableId, scan, options);
       const stop = (error: StoreError) => {
         aborter.abort(error);
         stream.destroy(error);
@@ -603,6 +583,45 @@ export class SpannerStore implements DataStore {
       );
     });
   }
+}
+
+const CELL_COLUMNS = ['row_key', 'family', 'col', 'ts', 'value'];
+
+/**
+ * A scan in key order: one streaming read of the table's key range, which Spanner serves by
+ * seeking, as it is the primary key's order. One snapshot for the whole scan: every row is read
+ * whole, and the scan is consistent.
+ */
+function forwardScan(snapshot: Snapshot, tableId: string, scan: ScanRequest, options: CallOptions): NodeJS.ReadableStream & { destroy(error?: Error): void } {
+  const start = scan.range.start === undefined ? { startClosed: [tableId] } : { startClosed: [tableId, scan.range.start] };
+  const end = scan.range.end === undefined ? { endClosed: [tableId] } : { endOpen: [tableId, scan.range.end] };
+  return snapshot.createReadStream('kvcrud_cells', { ranges: [{ ...start, ...end }], columns: CELL_COLUMNS, ...READ_JSON, gaxOptions: gaxOptions(options) });
+}
+
+/** A scan in descending key order: the Read API reads forward only, so a query ordered by row_key DESC. */
+function reverseScan(snapshot: Snapshot, tableId: string, scan: ScanRequest, options: CallOptions): NodeJS.ReadableStream & { destroy(error?: Error): void } {
+  const families = selectedFamilies(scan);
+  const conditions = ['table_id = @table'];
+  if (scan.range.start !== undefined) conditions.push('row_key >= @start');
+  if (scan.range.end !== undefined) conditions.push('row_key < @end');
+  if (families !== undefined) conditions.push('family IN UNNEST(@families)');
+  return snapshot.runStream({
+    sql: `SELECT row_key, family, col, ts, value FROM kvcrud_cells WHERE ${conditions.join(' AND ')} ORDER BY row_key DESC, family, col_hash, ts DESC`,
+    params: {
+      table: tableId,
+      ...(scan.range.start === undefined ? {} : { start: scan.range.start }),
+      ...(scan.range.end === undefined ? {} : { end: scan.range.end }),
+      ...(families === undefined ? {} : { families }),
+    },
+    types: {
+      table: 'string',
+      ...(scan.range.start === undefined ? {} : { start: 'bytes' }),
+      ...(scan.range.end === undefined ? {} : { end: 'bytes' }),
+      ...(families === undefined ? {} : { families: { type: 'array', child: 'string' } }),
+    },
+    ...READ_JSON,
+    gaxOptions: gaxOptions(options),
+  });
 }
 
 /** The table's catalog row, read in a transaction or snapshot. */
