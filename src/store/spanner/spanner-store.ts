@@ -292,10 +292,13 @@ export class SpannerStore implements DataStore {
     try {
       const table = await this.#bounded(options, 'scanRows', () => readCatalog(snapshot, ref.table, options));
       if (table === undefined) throw tableNotFound(ref);
-      const stream = scan.reverse ? reverseScan(snapshot, table.tableId, scan, options) : forwardScan(snapshot, table.tableId, scan, options);
+      // A reverse scan is one query stream, destroyed to stop it; a forward scan reads in batches,
+      // and stops between them.
+      const stream = scan.reverse ? reverseScan(snapshot, table.tableId, scan, options) : undefined;
+      const cells = (stream as AsyncIterable<CellRow> | undefined) ?? forwardScan(snapshot, table.tableId, scan, options, aborter.signal);
       const stop = (error: StoreError) => {
         aborter.abort(error);
-        stream.destroy(error);
+        stream?.destroy(error);
       };
       const timer = setTimeout(() => {
         this.#suspect();
@@ -307,7 +310,7 @@ export class SpannerStore implements DataStore {
         const assembler = new RowAssembler(table.policies, scan, BigInt(Date.now()) * 1000n);
         let left = scan.limit;
         try {
-          for await (const cell of stream as AsyncIterable<CellRow>) {
+          for await (const cell of cells) {
             // The client pushes an empty chunk to test whether the reader is ready for more after
             // backpressure; in object mode it arrives as undefined. It is not a row.
             if (cell === undefined) continue;
@@ -324,7 +327,7 @@ export class SpannerStore implements DataStore {
       } finally {
         clearTimeout(timer);
         options.signal?.removeEventListener('abort', onAbort);
-        stream.destroy();
+        stream?.destroy();
       }
     } finally {
       snapshot.end();
@@ -587,15 +590,36 @@ export class SpannerStore implements DataStore {
 
 const CELL_COLUMNS = ['row_key', 'family', 'col', 'ts', 'value'];
 
+/** Cells one batch of a forward scan reads at first; doubled while a single row does not fit. */
+const SCAN_BATCH_CELLS = 1000;
+
 /**
- * A scan in key order: one streaming read of the table's key range, which Spanner serves by
- * seeking, as it is the primary key's order. One snapshot for the whole scan: every row is read
- * whole, and the scan is consistent.
+ * A scan in key order: reads of the table's key range through the Read API (which Spanner serves
+ * by seeking, as it is the primary key's order), a batch of cells at a time, so that a scan that
+ * stops after a page never has more than a batch in memory. All from one snapshot: every row is
+ * read whole, and the scan is consistent. A batch that ends inside a row holds that row back and
+ * reads it again, whole, in the next.
  */
-function forwardScan(snapshot: Snapshot, tableId: string, scan: ScanRequest, options: CallOptions): NodeJS.ReadableStream & { destroy(error?: Error): void } {
-  const start = scan.range.start === undefined ? { startClosed: [tableId] } : { startClosed: [tableId, scan.range.start] };
+async function* forwardScan(snapshot: Snapshot, tableId: string, scan: ScanRequest, options: CallOptions, stopped?: AbortSignal): AsyncGenerator<CellRow> {
   const end = scan.range.end === undefined ? { endClosed: [tableId] } : { endOpen: [tableId, scan.range.end] };
-  return snapshot.createReadStream('kvcrud_cells', { ranges: [{ ...start, ...end }], columns: CELL_COLUMNS, ...READ_JSON, gaxOptions: gaxOptions(options) });
+  let start: { startClosed: unknown[] } = { startClosed: scan.range.start === undefined ? [tableId] : [tableId, scan.range.start] };
+  let batch = SCAN_BATCH_CELLS;
+  while (stopped?.aborted !== true) {
+    const [rows] = await snapshot.read('kvcrud_cells', { ranges: [{ ...start, ...end }] as never, columns: CELL_COLUMNS, limit: batch, ...READ_JSON, gaxOptions: gaxOptions(options) });
+    const cells = rows as unknown as CellRow[];
+    if (cells.length < batch) {
+      yield* cells;
+      return;
+    }
+    const lastKey = (cells[cells.length - 1] as CellRow).row_key;
+    const firstOfLast = cells.findIndex((cell) => cell.row_key.equals(lastKey));
+    if (firstOfLast === 0) {
+      batch *= 2; // one row larger than the batch
+      continue;
+    }
+    yield* cells.slice(0, firstOfLast);
+    start = { startClosed: [tableId, lastKey] };
+  }
 }
 
 /** A scan in descending key order: the Read API reads forward only, so a query ordered by row_key DESC. */
