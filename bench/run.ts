@@ -5,7 +5,7 @@
  *   --warmup S        unmeasured seconds before each load (default 2)
  *   --cases LIST      read,insert,mix (v1), v2read,v2write,v2scan (default all)
  *   --connections L   concurrent connections / callers (default 1,32,128)
- *   --stores LIST     bigtable,embedded,redis (default all)
+ *   --stores LIST     bigtable,embedded,redis,spanner (default all)
  *   --out FILE        where to write the JSON results (default bench/results/latest.json)
  *   --profile         run the service with --cpu-prof and print its top functions by self time
  *   --node-flags=F    extra Node flags for the service, e.g. --node-flags="--max-semi-space-size=4"
@@ -17,12 +17,14 @@ import { parseArgs } from 'node:util';
 import { spawnEmulator } from '../test/support/emulator.ts';
 import { type ServiceProcess, cleanEnv, runService } from '../test/support/service-process.ts';
 import { spawnRedis } from '../test/support/redis-server.ts';
+import { spawnSpannerEmulator } from '../test/support/spanner-emulator.ts';
 import { dataClient, readRow, runCeiling, writeRow } from './ceiling.ts';
 import { insertRequest, readRequest, runHttpLoad, v2ReadRequest, v2ScanRequest, v2WriteRequest } from './http-load.ts';
 import type { LoadResult } from './measure.ts';
 import { type SelfTime, formatSelfTime, topSelfTime } from './profile-summary.ts';
 import { CpuMeter, RssSampler } from './proc-stats.ts';
 import { type RedisTableKeys, readRedisRow, redisClient, runRedisCeiling } from './redis-ceiling.ts';
+import { readSpannerRow, runSpannerCeiling, spannerClient, spannerTableId } from './spanner-ceiling.ts';
 import { CASES, CASE_LABELS, CELLS, type CaseName, FAMILY, PRELOADED_ROWS, SCAN_PAGE_ROWS, TABLE, V1_CASES, newKeys, preloadedKey } from './workload.ts';
 
 const ROOT = new URL('../', import.meta.url).pathname;
@@ -30,6 +32,7 @@ const PROJECT = 'kvcrud-bench';
 const BIGTABLE_INSTANCE = 'bench-instance';
 const EMBEDDED_INSTANCE = 'local';
 const REDIS_INSTANCE = 'bench';
+const SPANNER_INSTANCE = 'bench';
 /** The printed table's columns. */
 const COLUMNS = '%-9s %-7s %5s | %8s %7s %7s %7s %5s | %8s %7s %7s %7s %5s %6s | %6s %6s';
 
@@ -39,7 +42,7 @@ const { values: args } = parseArgs({
     warmup: { type: 'string', default: '2' },
     cases: { type: 'string', default: CASES.join(',') },
     connections: { type: 'string', default: '1,32,128' },
-    stores: { type: 'string', default: 'bigtable,embedded,redis' },
+    stores: { type: 'string', default: 'bigtable,embedded,redis,spanner' },
     out: { type: 'string', default: 'bench/results/latest.json' },
     profile: { type: 'boolean', default: false },
     'node-flags': { type: 'string', default: '' },
@@ -49,17 +52,17 @@ const durationSeconds = positive(args.duration, 'duration');
 const warmupSeconds = Number(args.warmup);
 const cases = list(args.cases, CASES, 'cases');
 const connections = args.connections.split(',').map((text) => positive(text, 'connections'));
-const stores = list(args.stores, ['bigtable', 'embedded', 'redis'] as const, 'stores');
+const stores = list(args.stores, ['bigtable', 'embedded', 'redis', 'spanner'] as const, 'stores');
 
 /** A load's figures and the CPU time each process involved spent per request (µs). */
 type Measured = LoadResult & { readonly cpuMicrosPerRequest: Record<string, number> };
 
 interface CaseResult {
-  readonly store: 'bigtable' | 'embedded' | 'redis';
+  readonly store: 'bigtable' | 'embedded' | 'redis' | 'spanner';
   readonly case: CaseName;
   readonly operation: string;
   readonly connections: number;
-  /** The low-level client in-process (Bigtable's gRPC client; node-redis for Redis). */
+  /** The low-level client in-process (Bigtable's gRPC client; node-redis for Redis; the Spanner client). */
   readonly ceiling?: Measured;
   readonly service: Measured & { readonly peakRssMb: number };
   /** service / ceiling: throughput, and p99 latency (lower is better). */
@@ -97,6 +100,7 @@ try {
   if (stores.includes('bigtable')) await benchBigtable(emulator.host);
   if (stores.includes('embedded')) await benchEmbedded();
   if (stores.includes('redis')) await benchRedis();
+  if (stores.includes('spanner')) await benchSpanner();
 } finally {
   emulator.process.kill('SIGTERM');
 }
@@ -232,6 +236,55 @@ async function benchRedis(): Promise<void> {
     await client.close();
     await stopService(service, 'redis');
     await redis.stop();
+    rmSync(directory, { recursive: true, force: true });
+  }
+}
+
+/**
+ * The Spanner store on an emulator of the benchmark's own (a STORES_FILE naming it), and the
+ * Spanner client in-process as its ceiling. The emulator runs one read-write transaction at a
+ * time: write figures measure it, not Spanner.
+ */
+async function benchSpanner(): Promise<void> {
+  const emulator = await spawnSpannerEmulator();
+  const emulatorPid = emulator.process.pid ?? 0;
+  const directory = mkdtempSync(join(tmpdir(), 'kvcrud-bench-spanner-'));
+  const storesFile = join(directory, 'stores.yaml');
+  writeFileSync(storesFile, `stores:\n  spanner: { driver: spanner, projectId: ${PROJECT}, instance: bench, emulatorHost: "${emulator.host}", instances: [${SPANNER_INSTANCE}] }\n`);
+  const service = await startService('spanner', { STORES_FILE: storesFile });
+  const client = spannerClient(PROJECT, '127.0.0.1', emulator.port);
+  const database = client.instance('bench').database(SPANNER_INSTANCE);
+  try {
+    await createTable(service.baseUrl, SPANNER_INSTANCE);
+    await inBatches(PRELOADED_ROWS, 50, (index) => send(service.baseUrl, insertRequest(SPANNER_INSTANCE, preloadedKey(index))));
+    const tableId = await spannerTableId(database, TABLE);
+    const cells = await readSpannerRow(database, tableId, preloadedKey(0));
+    if (cells !== CELLS.length) throw new Error(`the ceiling read ${cells} cells of a preloaded row, expected ${CELLS.length}`);
+    await checkService(service.baseUrl, 'spanner', SPANNER_INSTANCE);
+    for (const caseName of cases) {
+      for (const count of connections) {
+        const loadAverage = round(loadavg()[0] ?? 0);
+        if (!V1_CASES.includes(caseName)) {
+          const measured = await measureService(service, 'spanner', SPANNER_INSTANCE, caseName, count, emulatorPid);
+          record({ store: 'spanner', case: caseName, operation: CASE_LABELS[caseName], connections: count, service: measured, loadAverage });
+          continue;
+        }
+        const ceilingLoad = { database, tableId, caseName, connections: count };
+        if (warmupSeconds > 0) await runSpannerCeiling({ ...ceilingLoad, durationMs: warmupSeconds * 1000, newKey: newKeys('warm') });
+        const cpu = new CpuMeter({ client: process.pid, emulator: emulatorPid });
+        cpu.start();
+        const load = await runSpannerCeiling({ ...ceilingLoad, durationMs: durationSeconds * 1000, newKey: newKeys('ceiling') });
+        const ceiling = { ...load, cpuMicrosPerRequest: cpu.perOperation(load.ok + load.errors) };
+        const measured = await measureService(service, 'spanner', SPANNER_INSTANCE, caseName, count, emulatorPid);
+        const ratio = { reqPerSec: round(measured.reqPerSec / ceiling.reqPerSec), p99: round(measured.latencyMs.p99 / ceiling.latencyMs.p99) };
+        record({ store: 'spanner', case: caseName, operation: CASE_LABELS[caseName], connections: count, ceiling, service: measured, ratio, loadAverage });
+      }
+    }
+  } finally {
+    await database.close();
+    await client.close();
+    await stopService(service, 'spanner');
+    await emulator.stop();
     rmSync(directory, { recursive: true, force: true });
   }
 }
