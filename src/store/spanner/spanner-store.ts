@@ -17,6 +17,7 @@ import type {
   TableRef,
   TableSchema,
 } from '../store.ts';
+import { tolerateSpannerClientRejections } from './client-rejections.ts';
 import { SPANNER_CAPABILITIES, SPANNER_LIMITS } from './limits.ts';
 import { type CellRow, RowAssembler, selectedFamilies } from './row-reads.ts';
 import { type CellWrite, type ColumnRef, columnId, columnsToRead, planWrites } from './row-writes.ts';
@@ -102,6 +103,7 @@ export class SpannerStore implements DataStore {
     this.#emulator = options.emulatorHost !== undefined;
     this.#logger = options.logger;
     this.#queue = new TransactionQueue(this.#emulator);
+    tolerateSpannerClientRejections(options.logger);
     if (options.emulatorHost !== undefined) {
       // The emulator hands out plain sessions where the client asks for multiplexed ones, and the
       // client then fails to release them. These variables are the client's documented switch
