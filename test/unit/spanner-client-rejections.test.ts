@@ -17,3 +17,14 @@ describe('the Spanner client rejections the service tolerates', () => {
     expect(isSpannerClientError('Total timeout of API google.spanner.v1.Spanner exceeded')).to.equal(false);
   });
 });
+
+describe('the Spanner client rejections after it was closed', () => {
+  it('are tolerated too: the client answers calls it retries on its own after the store closed', () => {
+    const closed = Object.assign(new Error('The client has already been closed.'), {
+      stack: 'Error: The client has already been closed.\n    at /app/node_modules/@google-cloud/spanner-api/node_modules/google-gax/build/src/normalCalls/retries.js:145:30',
+    });
+    expect(isSpannerClientError(closed)).to.equal(true);
+    expect(isSpannerClientError('The client has already been closed.')).to.equal(true);
+    expect(isSpannerClientError(new Error('The client has already been closed.'))).to.equal(false);
+  });
+});

@@ -9,22 +9,34 @@ let installed = false;
  * or a BeginTransaction on a session that no longer exists ("Session not found"), which it then
  * retries itself on a new session. Node's default for an unhandled rejection is to end the
  * process: a Spanner outage would restart every replica in a loop. This handler logs those, and
- * only those: gRPC errors raised by a call of the Spanner client. Any other unhandled rejection is
- * thrown again, so it ends the process as before.
+ * only those (isSpannerClientError). Any other unhandled rejection is thrown again, so it ends the
+ * process as before.
  */
 export function tolerateSpannerClientRejections(logger: Logger): void {
   if (installed) return;
   installed = true;
-  process.on('unhandledRejection', (reason: unknown) => {
+  const tolerate = (reason: unknown): void => {
     if (isSpannerClientError(reason)) {
-      logger.warn({ error: reason.message.split('\n')[0]?.slice(0, 300) }, 'spanner: a call the client made on its own failed, and nothing awaited it');
+      const message = reason instanceof Error ? reason.message : String(reason);
+      logger.warn({ error: message.split('\n')[0]?.slice(0, 300) }, 'spanner: a call the client made on its own failed, and nothing awaited it');
       return;
     }
-    throw reason;
-  });
+    // With no other listener, Node would have ended the process: so it still does. Another
+    // listener (a test runner's) decides for itself.
+    if (process.listenerCount('unhandledRejection') === 1) throw reason;
+  };
+  process.on('unhandledRejection', tolerate);
 }
 
-/** An error with a gRPC status code whose call the Spanner client made (its stack passes through the client). */
-export function isSpannerClientError(reason: unknown): reason is Error {
-  return reason instanceof Error && typeof (reason as { code?: unknown }).code === 'number' && /[\\/]@google-cloud[\\/]spanner(-api)?[\\/]/.test(reason.stack ?? '');
+const CLOSED = 'The client has already been closed.';
+
+/**
+ * A failure of a call the Spanner client made: an error raised on the client's path (its stack
+ * passes through it) with a gRPC status code, or the client's own answer to a call made after it
+ * was closed (when the store closes, calls the client retries on its own may still be pending).
+ */
+export function isSpannerClientError(reason: unknown): boolean {
+  if (reason === CLOSED) return true;
+  if (!(reason instanceof Error) || !/[\\/]@google-cloud[\\/]spanner(-api)?[\\/]/.test(reason.stack ?? '')) return false;
+  return typeof (reason as { code?: unknown }).code === 'number' || reason.message === CLOSED;
 }
