@@ -1,6 +1,6 @@
-import { accessSync, constants } from 'node:fs';
 import Joi from 'joi';
 import type { StoreDriver } from '../driver.ts';
+import { readableFile, projectId } from '../driver-settings.ts';
 import { BigtableStore } from './bigtable-store.ts';
 import { BIGTABLE_CAPABILITIES, BIGTABLE_LIMITS } from './limits.ts';
 
@@ -12,21 +12,8 @@ export interface BigtableSettings {
   readonly credentialsFile?: string;
 }
 
-// Project IDs go into resource names (projects/{id}/...), so nothing that could break the path.
-// Legacy domain-scoped IDs ("example.com:my-project") are allowed.
-const PROJECT_ID = /^[a-z][-a-z0-9.:]{2,98}[a-z0-9]$/;
-
-function readableFile(path: string, helpers: Joi.CustomHelpers): string | Joi.ErrorReport {
-  try {
-    accessSync(path, constants.R_OK);
-    return path;
-  } catch {
-    return helpers.message({ custom: `{{#label}} file "${path}" cannot be read` });
-  }
-}
-
 const settings = Joi.object<BigtableSettings>({
-  projectId: Joi.string().trim().pattern(PROJECT_ID).required().messages({ 'string.pattern.base': '{{#label}} "{{#value}}" is not a valid project ID' }),
+  projectId,
   emulatorHost: Joi.string()
     .trim()
     .pattern(/^[A-Za-z0-9.-]+:([1-9][0-9]{0,4})$/)

@@ -1,6 +1,6 @@
-import { accessSync, constants } from 'node:fs';
 import Joi from 'joi';
 import type { StoreDriver } from '../driver.ts';
+import { readableFile } from '../driver-settings.ts';
 import { REDIS_CAPABILITIES, REDIS_LIMITS } from './limits.ts';
 import { RedisStore } from './redis-store.ts';
 
@@ -13,15 +13,6 @@ export interface RedisSettings {
   readonly caFile?: string;
   /** A Redis Cluster (Memorystore for Redis Cluster): `url` names its discovery endpoint or any node. */
   readonly cluster: boolean;
-}
-
-function readableFile(path: string, helpers: Joi.CustomHelpers): string | Joi.ErrorReport {
-  try {
-    accessSync(path, constants.R_OK);
-    return path;
-  } catch {
-    return helpers.message({ custom: `{{#label}} file "${path}" cannot be read` });
-  }
 }
 
 function redisUrl(value: string, helpers: Joi.CustomHelpers): string | Joi.ErrorReport {

@@ -1,6 +1,6 @@
-import { accessSync, constants } from 'node:fs';
 import Joi from 'joi';
 import type { StoreDriver } from '../driver.ts';
+import { readableFile, projectId } from '../driver-settings.ts';
 import { SPANNER_CAPABILITIES, SPANNER_LIMITS } from './limits.ts';
 import { SpannerStore } from './spanner-store.ts';
 
@@ -14,19 +14,8 @@ export interface SpannerSettings {
   readonly credentialsFile?: string;
 }
 
-const PROJECT_ID = /^[a-z][-a-z0-9.:]{2,98}[a-z0-9]$/;
-
-function readableFile(path: string, helpers: Joi.CustomHelpers): string | Joi.ErrorReport {
-  try {
-    accessSync(path, constants.R_OK);
-    return path;
-  } catch {
-    return helpers.message({ custom: `{{#label}} file "${path}" cannot be read` });
-  }
-}
-
 const settings = Joi.object<SpannerSettings>({
-  projectId: Joi.string().trim().pattern(PROJECT_ID).required().messages({ 'string.pattern.base': '{{#label}} "{{#value}}" is not a valid project ID' }),
+  projectId,
   // Spanner's rule for instance IDs: 2-64 characters, a lowercase letter first, no trailing hyphen.
   instance: Joi.string()
     .trim()
