@@ -269,8 +269,8 @@ function describeService(options: OpenApiOptions): string {
       'scans with paging, batches, row mutations and retention policies.',
     '',
     `Bodies are JSON (UTF-8), at most ${options.maxBodyBytes} bytes. Every failure is an RFC 9457 ` +
-      '`application/problem+json` document with a stable `code` and the `requestId` (also in the `X-Request-Id` header); ' +
-      "each operation lists the codes it can answer, with an example of each. All codes: " +
+      '`application/problem+json` document with a stable `code` and the `requestId`, which every answer, success or failure, ' +
+      'also carries in the `X-Request-Id` header. Each operation lists the codes it can answer, with an example of each. All codes: ' +
       codes +
       '.',
     '',
