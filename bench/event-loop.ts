@@ -1,0 +1,88 @@
+/**
+ * `node bench/event-loop.ts [--rounds N] [--writers N] [--cells N]`: how long the service's event
+ * loop is held by very large requests, through HTTP on the embedded store. The built service
+ * (`npm run build` first) runs with no configuration; each round sends N insertData requests of
+ * 100,000 cells at once, then a readCellData of that row, while a /healthz probe asks every 5 ms.
+ * Prints the slowest /healthz answer (idle and under the load) and the service's own
+ * monitorEventLoopDelay maximum (`nodejs_eventloop_lag_max_seconds` on /metrics, reset by
+ * each scrape), with the machine's load average: on a shared machine a delay may be the process
+ * waiting for a core.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { cleanEnv, runService } from '../test/support/service-process.ts';
+
+const ROOT = new URL('../', import.meta.url).pathname;
+const { values: args } = parseArgs({
+  options: {
+    rounds: { type: 'string', default: '3' },
+    writers: { type: 'string', default: '3' },
+    cells: { type: 'string', default: '100000' },
+  },
+});
+const rounds = Number(args.rounds);
+const writers = Number(args.writers);
+const cellCount = Number(args.cells);
+
+const body = JSON.stringify({
+  tableName: 'wide',
+  rowKeyId: 'wide',
+  data: Array.from({ length: cellCount }, (_, i) => ({ columnFamily: 'cf', columnName: `column ${i}`, columnValue: `value ${i}` })),
+});
+const dataDir = mkdtempSync(join(tmpdir(), 'kvcrud-bench-event-loop-'));
+const service = await runService(cleanEnv({ PORT: '0', DATA_DIR: dataDir }), [process.execPath, join(ROOT, 'dist/index.js')]);
+try {
+  const url = service.baseUrl;
+  const post = async (path: string, payload: string) => {
+    const response = await fetch(`${url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: payload });
+    await response.arrayBuffer();
+    return response.status;
+  };
+  await post('/v1/local/createTable', JSON.stringify({ tableName: 'wide', columnFamily: 'cf' }));
+  const lagMaxMs = async () => {
+    const text = await (await fetch(`${url}/metrics`)).text();
+    return Number(/^nodejs_eventloop_lag_max_seconds (\S+)/m.exec(text)?.[1]) * 1000;
+  };
+
+  let worst = 0;
+  let probing = true;
+  const probe = (async () => {
+    while (probing) {
+      const started = performance.now();
+      await (await fetch(`${url}/healthz`)).arrayBuffer();
+      worst = Math.max(worst, performance.now() - started);
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+  })();
+  await new Promise((resolve) => setTimeout(resolve, 1000));
+  const idleWorst = worst;
+  const idleLag = await lagMaxMs();
+  worst = 0;
+
+  const statuses: string[] = [];
+  const started = performance.now();
+  for (let round = 0; round < rounds; round++) {
+    statuses.push(...(await Promise.all(Array.from({ length: writers }, () => post('/v1/local/insertData', body)))).map(String));
+    const read = await fetch(`${url}/v1/local/readCellData?tableName=wide&id=wide`);
+    const answer = await read.arrayBuffer();
+    statuses.push(`${read.status} (${(answer.byteLength / 1e6).toFixed(1)} MB)`);
+  }
+  const seconds = (performance.now() - started) / 1000;
+  probing = false;
+  await probe;
+  const lag = await lagMaxMs();
+
+  process.stdout.write(
+    `event loop under ${rounds} rounds of ${writers} insertData of ${cellCount.toLocaleString('en-US')} cells ` +
+      `(${(body.length / 1e6).toFixed(1)} MB each) and a readCellData of the row: ${cpus().length} × ${cpus()[0]?.model ?? '?'}, ` +
+      `${Math.round(totalmem() / 2 ** 30)} GB, Node ${process.version}, load average ${loadavg()[0]?.toFixed(2)}\n` +
+      `  answers: ${statuses.join(', ')} in ${seconds.toFixed(1)} s\n` +
+      `  /healthz every 5 ms: slowest ${worst.toFixed(0)} ms (idle: ${idleWorst.toFixed(0)} ms)\n` +
+      `  service event-loop delay max: ${lag.toFixed(0)} ms (idle: ${idleLag.toFixed(0)} ms)\n`,
+  );
+} finally {
+  await service.stop('SIGTERM');
+  rmSync(dataDir, { recursive: true, force: true });
+}
