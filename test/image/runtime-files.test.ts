@@ -8,8 +8,10 @@ import { traceRuntime } from '../../scripts/trace-runtime.ts';
 import { ApiClient } from '../support/api-client.ts';
 import { emulatorHost } from '../support/emulator.ts';
 import { closedPort } from '../support/fake-backends.ts';
+import { spannerTestInstance } from '../support/harnesses/spanner.ts';
 import { type RedisServer, requireRedis, spawnRedis } from '../support/redis-server.ts';
 import { cleanEnv, runService } from '../support/service-process.ts';
+import { requireSpanner, sharedSpannerEmulator } from '../support/spanner-emulator.ts';
 import { TEST_PROJECT, randomInstanceId } from '../support/test-app.ts';
 
 const execFileAsync = promisify(execFile);
@@ -28,6 +30,7 @@ describe('the traced runtime files the image ships', function () {
 
   before(async function () {
     requireRedis(this);
+    requireSpanner(this);
     await execFileAsync('npm', ['run', 'build', '--silent'], { cwd: ROOT });
     directory = mkdtempSync(join(tmpdir(), 'kvcrud-traced-'));
     traced = join(directory, 'app');
@@ -39,15 +42,17 @@ describe('the traced runtime files the image ships', function () {
     if (directory !== undefined) rmSync(directory, { recursive: true, force: true });
   });
 
-  it('serve v1 and v2 on the embedded, Bigtable and Redis stores, with tracing over every OTLP protocol', async function () {
+  it('serve v1 and v2 on the embedded, Bigtable, Redis and Spanner stores, with tracing over every OTLP protocol', async function () {
     const instance = randomInstanceId();
+    const spanner = await sharedSpannerEmulator();
     const storesFile = join(directory, 'stores.yaml');
     writeFileSync(
       storesFile,
       `default: local\nstores:\n` +
         `  local: { driver: embedded, dataDir: "${join(directory, 'data')}", instances: [${instance}] }\n` +
         `  main: { driver: bigtable, projectId: ${TEST_PROJECT}, emulatorHost: "${emulatorHost(this)}", instances: [${instance}] }\n` +
-        `  cache: { driver: redis, url: "${redis?.url ?? ''}", instances: [${instance}] }\n`,
+        `  cache: { driver: redis, url: "${redis?.url ?? ''}", instances: [${instance}] }\n` +
+        `  ledger: { driver: spanner, projectId: ${TEST_PROJECT}, instance: ${spannerTestInstance()}, emulatorHost: "${spanner.host}", instances: [${instance}] }\n`,
     );
     const collector = `http://127.0.0.1:${await closedPort()}`;
     for (const protocol of ['http/protobuf', 'http/json', 'grpc']) {
@@ -66,7 +71,7 @@ describe('the traced runtime files the image ships', function () {
         }
         const table = `t${protocol.replace(/\W/g, '')}`;
         expect((await api.post(`/v1/${instance}/createTable`, { tableName: table, columnFamily: 'cf' })).status, protocol).to.equal(201);
-        for (const store of ['main', 'cache']) {
+        for (const store of ['main', 'cache', 'ledger']) {
           const tables = `/v2/stores/${store}/instances/${instance}/tables`;
           expect((await api.post(tables, { name: table, families: [{ name: 'cf', maxVersions: 1 }] })).status, `${store} ${protocol}`).to.equal(201);
           expect((await api.request('PUT', `${tables}/${table}/rows/r`, { json: { cells: [{ family: 'cf', column: 'c', value: 'v' }] } })).status).to.equal(200);
