@@ -34,7 +34,8 @@ const EXIT_CONFIG = 78;
 
 function exitOnConfigError(error: unknown): never {
   if (!(error instanceof ConfigError)) throw error;
-  process.stderr.write(`kvcrud: ${error.message}\n`);
+  // One line per problem, each complete on its own, so a log viewer shows every one.
+  process.stderr.write(error.problems.map((problem) => `kvcrud: invalid configuration: ${problem}\n`).join(''));
   process.exit(EXIT_CONFIG);
 }
 

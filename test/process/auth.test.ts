@@ -44,7 +44,7 @@ describe('the service process with authentication', () => {
     const incomplete = await runServiceToExit(serviceEnv('inst-a', '127.0.0.1:1', { AUTH_MODE: 'oidc', AUTH_OIDC_AUDIENCE: 'kvcrud' }));
     expect(incomplete.code).to.equal(EX_CONFIG);
     expect(incomplete.stderr).to.equal(
-      'kvcrud: invalid configuration: AUTH_OIDC_ISSUER is required when AUTH_MODE includes oidc; AUTH_OIDC_GRANTS_FILE is required when AUTH_MODE includes oidc\n',
+      'kvcrud: invalid configuration: AUTH_OIDC_ISSUER is required when AUTH_MODE includes oidc\nkvcrud: invalid configuration: AUTH_OIDC_GRANTS_FILE is required when AUTH_MODE includes oidc\n',
     );
   });
 

@@ -27,7 +27,7 @@ describe('the service process', () => {
         cleanEnv({ GOOGLE_CLOUD_PROJECT: TEST_PROJECT, INSTANCE_IDS: 'inst-a', PORT: 'eighty', DATA_STORE: 'mongo' }),
       );
       expect(code).to.equal(EX_CONFIG);
-      expect(stderr).to.equal('kvcrud: invalid configuration: PORT must be a number; DATA_STORE must be one of [bigtable, embedded]\n');
+      expect(stderr).to.equal('kvcrud: invalid configuration: PORT must be a number\nkvcrud: invalid configuration: DATA_STORE must be one of [bigtable, embedded]\n');
     });
 
     it('exits 78 when the credentials file cannot be read', async () => {
@@ -136,8 +136,8 @@ describe('the service process', () => {
       expect(code).to.equal(EX_CONFIG);
       expect(stdout).to.equal('');
       expect(stderr).to.equal(
-        "kvcrud: invalid configuration: DATA_DIR cannot be set with STORES_FILE: set dataDir in the store's entry instead; " +
-          'STORES_FILE: stores.main.projectId is required\n',
+        "kvcrud: invalid configuration: DATA_DIR cannot be set with STORES_FILE: set dataDir in the store's entry instead\n" +
+          'kvcrud: invalid configuration: STORES_FILE: stores.main.projectId is required\n',
       );
     });
   });
