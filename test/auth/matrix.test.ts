@@ -1,5 +1,6 @@
 /**
- * The authorization matrix: every auth mode × role × grant scope × instance × v1 endpoint, over
+ * The authorization matrix: every auth mode × role × grant scope × instance × endpoint of v1, and
+ * of v2 on the default store, over
  * HTTP against the real app and store, with real API keys and real signed tokens. Each answer is
  * checked against the served OpenAPI document by the ApiClient. v1 serves the default store, so
  * a grant covers a v1 instance when it names it bare or with the default store's name, or names
@@ -17,11 +18,41 @@ import { randomInstanceId, useTestApp } from '../support/test-app.ts';
 
 type Role = 'reader' | 'writer' | 'admin';
 type Endpoint = 'createTable' | 'insertData' | 'readCellData' | 'deleteTable';
+type V2Endpoint =
+  | 'tables.list'
+  | 'tables.create'
+  | 'tables.get'
+  | 'rows.write'
+  | 'rows.get'
+  | 'rows.mutate'
+  | 'rows.scan'
+  | 'rows.batchGet'
+  | 'rows.batchWrite'
+  | 'rows.delete'
+  | 'tables.delete'
+  | 'tables.batchDelete';
 type Form = 'X-API-Key' | 'Bearer API key' | 'Bearer RS256 token' | 'Bearer ES256 token';
 
 // The contract, written out again rather than imported: the test must not share the code's mistakes.
 const RANK: Record<Role, number> = { reader: 0, writer: 1, admin: 2 };
-const NEEDS: Record<Endpoint, Role> = { createTable: 'admin', insertData: 'writer', readCellData: 'reader', deleteTable: 'admin' };
+const NEEDS: Record<Endpoint | V2Endpoint, Role> = {
+  createTable: 'admin',
+  insertData: 'writer',
+  readCellData: 'reader',
+  deleteTable: 'admin',
+  'tables.list': 'reader',
+  'tables.create': 'admin',
+  'tables.get': 'reader',
+  'rows.write': 'writer',
+  'rows.get': 'reader',
+  'rows.mutate': 'writer',
+  'rows.scan': 'reader',
+  'rows.batchGet': 'reader',
+  'rows.batchWrite': 'writer',
+  'rows.delete': 'writer',
+  'tables.delete': 'admin',
+  'tables.batchDelete': 'admin',
+};
 const ROLES: readonly Role[] = ['reader', 'writer', 'admin'];
 const SCOPES = ['first instance', 'all instances', "first instance, with the store's name", "the store's every instance", 'another store'] as const;
 type Scope = (typeof SCOPES)[number];
@@ -79,7 +110,7 @@ const MODES: ReadonlyArray<{ modes: AuthMode[]; forms: Form[] }> = [
 ];
 
 /** What the answer must be: the operation's success, 403, or (granted, but not served) 404. */
-function expectedOutcome(principal: Principal, endpoint: Endpoint, instance: string, served: readonly string[]): 'allowed' | 403 | 404 {
+function expectedOutcome(principal: Principal, endpoint: Endpoint | V2Endpoint, instance: string, served: readonly string[]): 'allowed' | 403 | 404 {
   if (RANK[principal.role] < RANK[NEEDS[endpoint]] || !scopeCovers(principal.scope, instance, served)) return 403;
   return served.includes(instance) ? 'allowed' : 404;
 }
@@ -166,6 +197,16 @@ for (const { modes, forms } of MODES) {
       }
     }
 
+    /** As expectAnswer, for v2: an instance the caller may use but that is not served is INSTANCE_NOT_FOUND. */
+    function expectV2Answer(response: ApiResponse, outcome: 'allowed' | 403 | 404, success: number, caller: string, what: string): void {
+      if (outcome === 404) {
+        expect(response.status, what).to.equal(404);
+        expect(response.body.code, what).to.equal('INSTANCE_NOT_FOUND');
+      } else {
+        expectAnswer(response, outcome, success, caller, what);
+      }
+    }
+
     for (const form of forms) {
       for (const principal of PRINCIPALS) {
         it(`${form}: ${principal.role} on ${principal.scope} may do exactly what the role allows, where it is granted`, async () => {
@@ -193,6 +234,29 @@ for (const { modes, forms } of MODES) {
             const tableList = outcome('createTable') === 'allowed' ? [table] : ['matrix'];
             const deleted = await api.delete(`${v1}/deleteTable`, { tableList });
             expectAnswer(deleted, outcome('deleteTable'), 200, caller, where('deleteTable'));
+
+            // The same instance through v2, on the default store (the one v1 serves).
+            const v2Outcome = (endpoint: V2Endpoint) => expectedOutcome(principal, endpoint, instance, instances);
+            const v2 = async (endpoint: V2Endpoint, success: number, call: (tables: string) => Promise<ApiResponse>) => {
+              const response = await call(`/v2/stores/${app().storeName}/instances/${instance}/tables`);
+              expectV2Answer(response, v2Outcome(endpoint), success, caller, `${where('readCellData').replace('readCellData', endpoint)}`);
+              return response;
+            };
+            const cell = { family: 'cf', column: principal.id, value: form };
+            await v2('tables.list', 200, (tables) => api.get(tables));
+            for (const name of [table, `${table}-b`]) await v2('tables.create', 201, (tables) => api.post(tables, { name, families: [{ name: 'cf' }] }));
+            await v2('tables.get', 200, (tables) => api.get(`${tables}/matrix`));
+            await v2('rows.write', 200, (tables) => api.request('PUT', `${tables}/matrix/rows/v2`, { json: { cells: [cell] } }));
+            await v2('rows.get', 200, (tables) => api.get(`${tables}/matrix/rows/r`));
+            await v2('rows.mutate', 200, (tables) => api.post(`${tables}/matrix/rows/v2:mutate`, { mutations: [{ set: cell }] }));
+            await v2('rows.scan', 200, (tables) => api.get(`${tables}/matrix/rows?pageSize=10`));
+            await v2('rows.batchGet', 200, (tables) => api.post(`${tables}/matrix/rows:batchGet`, { keys: ['r'] }));
+            await v2('rows.batchWrite', 200, (tables) => api.post(`${tables}/matrix/rows:batchWrite`, { entries: [{ key: 'v2', mutations: [{ set: cell }] }] }));
+            await v2('rows.delete', 204, (tables) => api.delete(`${tables}/matrix/rows/gone`));
+            // The tables this case created when allowed to; otherwise the shared one, which a wrong answer would destroy.
+            const madeTables = v2Outcome('tables.create') === 'allowed';
+            await v2('tables.batchDelete', 200, (tables) => api.post(`${tables}:batchDelete`, { tables: [madeTables ? `${table}-b` : 'matrix'] }));
+            await v2('tables.delete', 204, (tables) => api.delete(`${tables}/${madeTables ? table : 'matrix'}`));
           }
         });
       }
