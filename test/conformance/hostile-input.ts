@@ -156,6 +156,18 @@ export const HOSTILE_ENDPOINTS: readonly HostileEndpoint[] = [
     path: (instance, store) => `/v2/stores/${store}/instances/${instance}/tables/${SEED.table}/rows`,
     query: { prefix: SEED.row, pageSize: '10' },
   },
+  {
+    name: 'v2 rows.delete',
+    method: 'DELETE',
+    path: (instance, store) => `/v2/stores/${store}/instances/${instance}/tables/${SEED.table}/rows/${SEED.row}`,
+    query: {},
+  },
+  // No body and no query parameters of their own: any they are sent is refused.
+  { name: 'v2 stores.list', method: 'GET', path: () => '/v2/stores', query: {} },
+  { name: 'v2 stores.get', method: 'GET', path: (_instance, store) => `/v2/stores/${store}`, query: {} },
+  { name: 'v2 tables.list', method: 'GET', path: (instance, store) => `/v2/stores/${store}/instances/${instance}/tables`, query: {} },
+  { name: 'v2 tables.get', method: 'GET', path: (instance, store) => `/v2/stores/${store}/instances/${instance}/tables/${SEED.table}`, query: {} },
+  { name: 'v2 tables.delete', method: 'DELETE', path: (instance, store) => `/v2/stores/${store}/instances/${instance}/tables/${SEED.table}`, query: {} },
 ];
 
 /** A hostile request; `ownCredentials` when it sends its own (otherwise the suite's key is added). */
