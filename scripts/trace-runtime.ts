@@ -9,7 +9,7 @@
  *
  * Run after `npm run build`, from the repository (or the image's build stage).
  */
-import { copyFileSync, mkdirSync, rmSync } from 'node:fs';
+import { copyFileSync, mkdirSync, readdirSync, rmSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { createRequire } from 'node:module';
 import { nodeFileTrace } from '@vercel/nft';
@@ -36,7 +36,11 @@ export async function traceRuntime(out: string): Promise<{ files: number }> {
   const entries = [join(ROOT, 'dist/index.js'), ...CONDITIONAL_ENTRIES.map((name) => require.resolve(name))];
   const { fileList } = await nodeFileTrace(entries, { base: ROOT });
   rmSync(out, { recursive: true, force: true });
-  const files = new Set([...fileList, 'package.json', ...READ_AT_RUN_TIME]);
+  // The service runs with --enable-source-maps: each traced dist/*.js keeps its map beside it,
+  // so a stack trace names the TypeScript source.
+  const sourceMaps = [...fileList].filter((file) => file.startsWith('dist/') && file.endsWith('.js')).map((file) => `${file}.map`);
+  const built = new Set(readdirSync(join(ROOT, 'dist'), { recursive: true, encoding: 'utf8' }).map((file) => `dist/${file}`));
+  const files = new Set([...fileList, 'package.json', ...READ_AT_RUN_TIME, ...sourceMaps.filter((map) => built.has(map))]);
   for (const file of files) {
     const target = join(out, file);
     mkdirSync(dirname(target), { recursive: true });

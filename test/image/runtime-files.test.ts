@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -40,6 +40,12 @@ describe('the traced runtime files the image ships', function () {
   after(async () => {
     await redis?.stop();
     if (directory !== undefined) rmSync(directory, { recursive: true, force: true });
+  });
+
+  it('keep the source map of every compiled file, for the service runs with --enable-source-maps', () => {
+    const compiled = readdirSync(join(traced, 'dist'), { recursive: true, encoding: 'utf8' }).filter((file) => file.endsWith('.js'));
+    expect(compiled).to.not.be.empty;
+    expect(compiled.filter((file) => !existsSync(join(traced, 'dist', `${file}.map`)))).to.deep.equal([]);
   });
 
   it('serve v1 and v2 on the embedded, Bigtable, Redis and Spanner stores, with tracing over every OTLP protocol', async function () {
