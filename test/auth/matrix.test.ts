@@ -252,11 +252,11 @@ for (const { modes, forms } of MODES) {
             await v2('rows.scan', 200, (tables) => api.get(`${tables}/matrix/rows?pageSize=10`));
             await v2('rows.batchGet', 200, (tables) => api.post(`${tables}/matrix/rows:batchGet`, { keys: ['r'] }));
             await v2('rows.batchWrite', 200, (tables) => api.post(`${tables}/matrix/rows:batchWrite`, { entries: [{ key: 'v2', mutations: [{ set: cell }] }] }));
-            await v2('rows.delete', 204, (tables) => api.delete(`${tables}/matrix/rows/gone`));
+            await v2('rows.delete', 204, (tables) => api.request('DELETE', `${tables}/matrix/rows/gone`));
             // The tables this case created when allowed to; otherwise the shared one, which a wrong answer would destroy.
             const madeTables = v2Outcome('tables.create') === 'allowed';
             await v2('tables.batchDelete', 200, (tables) => api.post(`${tables}:batchDelete`, { tables: [madeTables ? `${table}-b` : 'matrix'] }));
-            await v2('tables.delete', 204, (tables) => api.delete(`${tables}/${madeTables ? table : 'matrix'}`));
+            await v2('tables.delete', 204, (tables) => api.request('DELETE', `${tables}/${madeTables ? table : 'matrix'}`));
           }
         });
       }
