@@ -5,6 +5,7 @@ import Koa, { type Middleware } from 'koa';
 import type { Logger } from 'pino';
 import { type Authenticator, NO_AUTHENTICATION } from './auth/authenticator.ts';
 import { type Config, DEFAULT_INFLIGHT_UNAUTHENTICATED, DEFAULT_MIN_BODY_BYTES_PER_SECOND, DEFAULT_V1_MAX_VERSIONS, defaultInflightPerCaller } from './config.ts';
+import { BodyBudget, bodyBudgetBytes } from './http/body-budget.ts';
 import type { AppState } from './http/app-state.ts';
 import { DrainState } from './http/drain-state.ts';
 import { InflightLimits } from './http/inflight-limits.ts';
@@ -113,6 +114,8 @@ export function createApp({ config, stores: opened, logger, metrics = createMetr
   const registration = {
     services,
     maxBodyBytes: config.maxBodyBytes,
+    // One budget for v1 and v2: a few of the largest bodies at once would not fit in the heap.
+    bodyBudget: new BodyBudget(bodyBudgetBytes(config.maxBodyBytes)),
     minBodyBytesPerSecond: config.minBodyBytesPerSecond ?? DEFAULT_MIN_BODY_BYTES_PER_SECOND,
     authenticate: caller,
     rateLimit: limit,

@@ -3,6 +3,7 @@ import type { Context, Middleware } from 'koa';
 import { HttpMethodEnum, koaBody } from 'koa-body';
 import { ApiError } from '../../service/errors.ts';
 import type { AppState } from '../app-state.ts';
+import { type BodyBudget, COUNTED_BODY_BYTES } from '../body-budget.ts';
 import { shorten } from '../quoted.ts';
 
 const JSON_TYPES = ['application/json', '+json'];
@@ -17,7 +18,16 @@ export interface JsonBodyOptions {
   readonly minBytesPerSecond?: number;
   /** How long a body may take before its rate is checked. */
   readonly rateGraceMs?: number;
+  /**
+   * The bytes of large bodies read and handled at once, shared by every route; a body waits at
+   * most `budgetWaitMs` for its turn, then is refused with 503 OVERLOADED.
+   */
+  readonly budget?: BodyBudget;
+  readonly budgetWaitMs?: number;
 }
+
+/** How long a large body may wait for its turn to be read. */
+export const BODY_BUDGET_WAIT_MS = 10_000;
 
 /** How long a body may take before its rate is checked: a round trip or two on a slow link, and `Expect: 100-continue`. */
 export const BODY_RATE_GRACE_MS = 1000;
@@ -76,22 +86,47 @@ export function jsonBody(options: JsonBodyOptions): Middleware<AppState> {
     const coding = ctx.req.headers['content-encoding'];
     if (coding !== undefined) ctx.req.headers['content-encoding'] = coding.trim().toLowerCase();
 
-    let bytes: Buffer;
+    // The body's turn, before any of it is read; given back once the request is handled.
+    const release = await takeTurn(ctx, options, coding !== undefined);
     try {
-      bytes = await withMinimumRate(ctx, { minRate, graceMs }, async () => {
-        await read(ctx, async () => {});
-        const text: unknown = ctx.request.body;
-        return Buffer.from(typeof text === 'string' ? text : '', 'latin1');
-      });
-    } catch (error) {
-      throw bodyError(error, options.limitBytes, coding);
+      let bytes: Buffer;
+      try {
+        bytes = await withMinimumRate(ctx, { minRate, graceMs }, async () => {
+          await read(ctx, async () => {});
+          const text: unknown = ctx.request.body;
+          return Buffer.from(typeof text === 'string' ? text : '', 'latin1');
+        });
+      } catch (error) {
+        throw bodyError(error, options.limitBytes, coding);
+      } finally {
+        // The latin1 text is not the body; nothing may read it.
+        delete ctx.request.body;
+      }
+      ctx.request.body = parseJson(bytes) as NonNullable<typeof ctx.request.body>;
+      await next();
     } finally {
-      // The latin1 text is not the body; nothing may read it.
-      delete ctx.request.body;
+      release?.();
     }
-    ctx.request.body = parseJson(bytes) as NonNullable<typeof ctx.request.body>;
-    await next();
   };
+}
+
+/**
+ * Waits for the body's turn in the shared budget, when it is large enough to count: its
+ * Content-Length, or the largest body allowed when the length is unknown (chunked) or the body
+ * is compressed (its size is known only once read). Refuses it with 503 OVERLOADED when the turn
+ * does not come in time.
+ */
+async function takeTurn(ctx: Context, options: JsonBodyOptions, compressed: boolean): Promise<(() => void) | undefined> {
+  if (options.budget === undefined) return undefined;
+  const length = ctx.request.length;
+  const bytes = compressed || length === undefined ? options.limitBytes : Math.min(length, options.limitBytes);
+  if (bytes < COUNTED_BODY_BYTES) return undefined;
+  const release = await options.budget.acquire(bytes, options.budgetWaitMs ?? BODY_BUDGET_WAIT_MS);
+  if (release === undefined) {
+    (ctx.state as AppState).shedBy = 'body_bytes';
+    throw new ApiError('OVERLOADED', 'The service is reading as many large bodies as its memory allows. Retry shortly.');
+  }
+  return release;
 }
 
 /** Parses the bytes of a body as a JSON object or array in UTF-8, or throws MALFORMED_JSON. */

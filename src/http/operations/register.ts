@@ -3,6 +3,7 @@ import type Joi from 'joi';
 import type { Middleware } from 'koa';
 import type { AppState } from '../app-state.ts';
 import { clientGone } from '../client-gone.ts';
+import type { BodyBudget } from '../body-budget.ts';
 import { jsonBody } from '../middleware/json-body.ts';
 import { ApiError } from '../../service/errors.ts';
 import { QUERY_LIMITS, parseQuery } from '../query.ts';
@@ -13,6 +14,8 @@ export interface RegistrationOptions {
   readonly maxBodyBytes: number;
   /** Least rate a body must arrive at after a grace second (0: none); slower: 408 REQUEST_TIMEOUT. */
   readonly minBodyBytesPerSecond?: number;
+  /** The bytes of large bodies read and handled at once, shared by all the operations of the app. */
+  readonly bodyBudget?: BodyBudget;
   readonly authenticate: Middleware<AppState>;
   readonly rateLimit?: Middleware<AppState> | undefined;
   /**
@@ -33,7 +36,11 @@ export interface RegistrationOptions {
  * may not make it.
  */
 export function registerOperations(router: Router<AppState>, operations: readonly Operation[], options: RegistrationOptions): void {
-  const body = jsonBody({ limitBytes: options.maxBodyBytes, minBytesPerSecond: options.minBodyBytesPerSecond ?? 0 });
+  const body = jsonBody({
+    limitBytes: options.maxBodyBytes,
+    minBytesPerSecond: options.minBodyBytesPerSecond ?? 0,
+    ...(options.bodyBudget === undefined ? {} : { budget: options.bodyBudget }),
+  });
   const pathParams = options.pathParams ?? ((ctx: RouterContext<AppState>) => ctx.params);
   for (const operation of operations) {
     const lists = listParameters(operation.query);
