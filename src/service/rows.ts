@@ -12,6 +12,7 @@ import { apiErrorOf } from './store-errors.ts';
 import type { StoreDirectory } from './stores.ts';
 import type { TableTarget } from './tables.ts';
 import { WriteClock } from './timestamps.ts';
+import { isLarge, nextTurn } from './slices.ts';
 
 export type { MutationFields, MutationInput, ScanPage };
 
@@ -99,9 +100,15 @@ export class RowService {
    */
   async mutate(target: TableTarget, key: Buffer, mutations: readonly MutationInput[], fields: MutationFields, request: RequestOptions = {}): Promise<number> {
     const named = this.#stores.instance(target.store, target.instance);
+    // A row of many cells is checked, then stamped, each in a turn of its own.
+    const large = isLarge(mutations.length);
+    if (large) await nextTurn();
     checkRowMutations(named.store.limits, key, mutations, fields);
+    if (large) await nextTurn();
     const timestamp = this.#clock(named).next();
-    await named.store.mutateRow(ref(target), key, withTimestamps(mutations, timestamp), callOptions(this.#timeoutMs, request));
+    const stamped = withTimestamps(mutations, timestamp);
+    if (large) await nextTurn();
+    await named.store.mutateRow(ref(target), key, stamped, callOptions(this.#timeoutMs, request));
     return mutations.length;
   }
 

@@ -206,6 +206,9 @@ export function insertDataCases(store: HarnessFactory): void {
           data: [cell('a', '1'), cell('b', '2'), { columnFamily: 'cf', columnName: Buffer.from('a').toString('base64'), columnValue: '', encoding: 'base64' }],
         });
         expect(errors).to.deep.equal([{ path: 'data[2]', message: 'data[2] writes the same column as data[0]' }]);
+        const binary = (name: string) => ({ columnFamily: 'cf', columnName: name, columnValue: '', encoding: 'base64' });
+        const twice = await invalid({ tableName: 't', rowKeyId: 'r', data: [binary('/w=='), binary('/v8='), cell('\u00ff', ''), cell('\u0001/w==', ''), binary('/w==')] });
+        expect(twice).to.deep.equal([{ path: 'data[4]', message: 'data[4] writes the same column as data[0]' }]);
       });
 
       it('rejects a row key over 4096 bytes and a column name over 16 KiB', async () => {

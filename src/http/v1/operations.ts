@@ -4,6 +4,7 @@ import { usableStores } from '../../auth/access.ts';
 import { ApiError, type ErrorCode } from '../../service/errors.ts';
 import type { MutationFields, MutationInput } from '../../service/rows.ts';
 import type { TableTarget } from '../../service/tables.ts';
+import { isLarge, mapInSlices, nextTurn } from '../../service/slices.ts';
 import { shorten } from '../../service/text.ts';
 import type { AppState } from '../app-state.ts';
 import { authorize } from '../middleware/authorize.ts';
@@ -95,7 +96,7 @@ export const V1_OPERATIONS: readonly Operation[] = [
     },
     errors: ['TABLE_NOT_FOUND', 'COLUMN_FAMILY_NOT_FOUND'],
     handle: async ({ params, body }, { services, signal }) => {
-      const cells = body.data.map((cell): MutationInput => ({ type: 'set', family: cell.columnFamily, ...cellBytes(cell) }));
+      const cells = await mapInSlices(body.data, (cell): MutationInput => ({ type: 'set', family: cell.columnFamily, ...cellBytes(cell) }));
       await services.rows.mutate(tableTarget(services, params, body.tableName), Buffer.from(body.rowKeyId, 'utf8'), cells, INSERT_FIELDS, { signal });
       return { instanceID: params.instanceID, tableName: body.tableName, rowKeyId: body.rowKeyId, cellsWritten: cells.length };
     },
@@ -128,7 +129,10 @@ export const V1_OPERATIONS: readonly Operation[] = [
     handle: async ({ params, query }, { services, signal }) => {
       const row = await services.rows.read(tableTarget(services, params, query.tableName), Buffer.from(query.id, 'utf8'), { versions: 1 }, 'id', { signal });
       if (row === null) throw new ApiError('ROW_NOT_FOUND', `Row "${shorten(query.id)}" does not exist in table "${query.tableName}".`);
-      return { instanceID: params.instanceID, tableName: query.tableName, rowKeyId: query.id, data: row.cells.map(toCellOutput) };
+      const data = await mapInSlices(row.cells, (cell) => toCellOutput(cell));
+      // The answer is serialized in a turn of its own.
+      if (isLarge(data.length)) await nextTurn();
+      return { instanceID: params.instanceID, tableName: query.tableName, rowKeyId: query.id, data };
     },
   }),
   defineOperation<InstancePath, undefined, schemas.DeleteTableBody>({

@@ -1,6 +1,7 @@
 import { usableStores } from '../../auth/access.ts';
 import { ApiError, type ErrorCode } from '../../service/errors.ts';
 import type { TableTarget } from '../../service/tables.ts';
+import { isLarge, mapInSlices, nextTurn } from '../../service/slices.ts';
 import { shorten } from '../../service/text.ts';
 import { type Operation, defineOperation } from '../operations/operation.ts';
 import { bodyBytes, columnSelector, inBase64, renderCell, renderKey, renderRow, urlBytes } from './bytes.ts';
@@ -166,7 +167,7 @@ export const V2_OPERATIONS: readonly Operation[] = [
     handle: async ({ params, query, body }, { services, signal }) => {
       const base64 = inBase64(query);
       const key = urlBytes(params.key, base64);
-      const cells = body.cells.map((cell) => setOf(cell, base64));
+      const cells = await mapInSlices(body.cells, (cell) => setOf(cell, base64));
       requireDistinctCells(cells);
       await services.rows.mutate(target(params), key, cells, cellFields('key'), { signal });
       return { key: renderKey(key, base64).key, cellsWritten: cells.length };
@@ -192,7 +193,10 @@ export const V2_OPERATIONS: readonly Operation[] = [
       const key = urlBytes(params.key, base64);
       const row = await services.rows.read(target(params), key, selection(query, true), 'key', { signal });
       if (row === null) throw rowNotFound(params);
-      return renderRow(row, base64);
+      const cells = await mapInSlices(row.cells, (cell) => renderCell(cell, base64));
+      // The answer is serialized in a turn of its own.
+      if (isLarge(cells.length)) await nextTurn();
+      return { ...renderKey(row.key, base64), cells };
     },
   }),
   defineOperation<schemas.RowPath, schemas.EncodingQuery, schemas.MutateRowBody>({
@@ -217,7 +221,7 @@ export const V2_OPERATIONS: readonly Operation[] = [
     handle: async ({ params, query, body }, { services, signal }) => {
       const base64 = inBase64(query);
       const key = urlBytes(params.key, base64);
-      const mutations = body.mutations.map((mutation) => mutationOf(mutation, base64));
+      const mutations = await mapInSlices(body.mutations, (mutation) => mutationOf(mutation, base64));
       const applied = await services.rows.mutate(target(params), key, mutations, mutationFields('key', 'mutations', body.mutations), { signal });
       return { key: renderKey(key, base64).key, mutationsApplied: applied };
     },
