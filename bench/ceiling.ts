@@ -4,10 +4,9 @@
  * makes (low-level v2.BigtableClient readRows / mutateRow with the same request shapes and call
  * options), so service/ceiling is the cost of the HTTP hop and the service's own work.
  */
-import { performance } from 'node:perf_hooks';
 import { Bigtable, type protos, v2 } from '@google-cloud/bigtable';
-import { LoadRecorder, type LoadResult } from './measure.ts';
-import { CELLS, type CaseName, FAMILY, nextIsRead, randomExistingKey } from './workload.ts';
+import { type LoadResult, runClosedLoop } from './measure.ts';
+import { CELLS, type CaseName, FAMILY } from './workload.ts';
 
 type ReadRowsResponse = protos.google.bigtable.v2.IReadRowsResponse;
 
@@ -62,29 +61,11 @@ export interface CeilingLoad {
 }
 
 /** Runs `connections` callers in a closed loop (each waits for its answer) for the duration. */
-export async function runCeiling(load: CeilingLoad): Promise<LoadResult> {
-  const recorder = new LoadRecorder();
-  const started = performance.now();
-  const end = started + load.durationMs;
-
-  async function caller(): Promise<void> {
-    while (performance.now() < end) {
-      const read = nextIsRead(load.caseName);
-      const callStarted = performance.now();
-      try {
-        if (read) {
-          const cells = await readRow(load.client, load.tableName, randomExistingKey());
-          if (cells !== CELLS.length) throw new Error(`read ${cells} cells, expected ${CELLS.length}`);
-        } else {
-          await writeRow(load.client, load.tableName, load.newKey());
-        }
-        recorder.success(performance.now() - callStarted);
-      } catch (error) {
-        recorder.failure(`${read ? 'readRows' : 'mutateRow'}: ${(error as Error).message}`);
-      }
-    }
-  }
-
-  await Promise.all(Array.from({ length: load.connections }, caller));
-  return recorder.result((performance.now() - started) / 1000);
+export function runCeiling(load: CeilingLoad): Promise<LoadResult> {
+  return runClosedLoop(load, {
+    read: (key) => readRow(load.client, load.tableName, key),
+    write: (key) => writeRow(load.client, load.tableName, key),
+    readName: 'readRows',
+    writeName: 'mutateRow',
+  });
 }

@@ -1,4 +1,5 @@
-import { createHistogram, type RecordableHistogram } from 'node:perf_hooks';
+import { createHistogram, performance, type RecordableHistogram } from 'node:perf_hooks';
+import { CELLS, type CaseName, nextIsRead, randomExistingKey } from './workload.ts';
 
 /** The figures of one load run, the same for the ceiling and the service. */
 export interface LoadResult {
@@ -49,4 +50,49 @@ export class LoadRecorder {
       ...(this.#firstError === undefined ? {} : { firstError: this.#firstError }),
     };
   }
+}
+
+/** A ceiling's load: which case, how many callers, for how long, and the keys of new rows. */
+export interface ClosedLoopLoad {
+  readonly caseName: CaseName;
+  readonly connections: number;
+  readonly durationMs: number;
+  readonly newKey: () => string;
+}
+
+/** What a ceiling calls, straight through its store's own client. */
+export interface ClosedLoopCalls {
+  /** Reads a preloaded row; resolves to the number of cells found. */
+  read(key: string): Promise<number>;
+  /** Writes a new row of CELLS. */
+  write(key: string): Promise<void>;
+  /** The client calls, as failures are reported: `readRows`, `mutateRow`. */
+  readonly readName: string;
+  readonly writeName: string;
+}
+
+/** Runs `connections` callers in a closed loop (each waits for its answer) for the duration. */
+export async function runClosedLoop(load: ClosedLoopLoad, calls: ClosedLoopCalls): Promise<LoadResult> {
+  const recorder = new LoadRecorder();
+  const started = performance.now();
+  const end = started + load.durationMs;
+  async function caller(): Promise<void> {
+    while (performance.now() < end) {
+      const read = nextIsRead(load.caseName);
+      const callStarted = performance.now();
+      try {
+        if (read) {
+          const cells = await calls.read(randomExistingKey());
+          if (cells !== CELLS.length) throw new Error(`read ${cells} cells, expected ${CELLS.length}`);
+        } else {
+          await calls.write(load.newKey());
+        }
+        recorder.success(performance.now() - callStarted);
+      } catch (error) {
+        recorder.failure(`${read ? calls.readName : calls.writeName}: ${(error as Error).message}`);
+      }
+    }
+  }
+  await Promise.all(Array.from({ length: load.connections }, caller));
+  return recorder.result((performance.now() - started) / 1000);
 }

@@ -5,8 +5,8 @@
  * (its index entry). No HTTP, no service.
  */
 import { type RedisArgument, RESP_TYPES, createClient } from 'redis';
-import { LoadRecorder, type LoadResult } from './measure.ts';
-import { CELLS, type CaseName, FAMILY, nextIsRead, randomExistingKey } from './workload.ts';
+import { type LoadResult, runClosedLoop } from './measure.ts';
+import { CELLS, type CaseName, FAMILY } from './workload.ts';
 
 export type RedisCeilingClient = ReturnType<typeof redisClient>;
 
@@ -46,27 +46,11 @@ export interface RedisCeilingLoad {
 }
 
 /** Runs `connections` callers in a closed loop (each waits for its answer) for the duration. */
-export async function runRedisCeiling(load: RedisCeilingLoad): Promise<LoadResult> {
-  const recorder = new LoadRecorder();
-  const started = performance.now();
-  const end = started + load.durationMs;
-  async function caller(): Promise<void> {
-    while (performance.now() < end) {
-      const read = nextIsRead(load.caseName);
-      const callStarted = performance.now();
-      try {
-        if (read) {
-          const cells = await readRedisRow(load.client, load.table, randomExistingKey());
-          if (cells !== CELLS.length) throw new Error(`read ${cells} cells, expected ${CELLS.length}`);
-        } else {
-          await writeRedisRow(load.client, load.table, load.newKey());
-        }
-        recorder.success(performance.now() - callStarted);
-      } catch (error) {
-        recorder.failure(`${read ? 'HGETALL' : 'MULTI HSET ZADD'}: ${(error as Error).message}`);
-      }
-    }
-  }
-  await Promise.all(Array.from({ length: load.connections }, caller));
-  return recorder.result((performance.now() - started) / 1000);
+export function runRedisCeiling(load: RedisCeilingLoad): Promise<LoadResult> {
+  return runClosedLoop(load, {
+    read: (key) => readRedisRow(load.client, load.table, key),
+    write: (key) => writeRedisRow(load.client, load.table, key),
+    readName: 'HGETALL',
+    writeName: 'MULTI HSET ZADD',
+  });
 }

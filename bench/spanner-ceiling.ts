@@ -9,8 +9,8 @@
 import { createHash } from 'node:crypto';
 import { type Database, Spanner } from '@google-cloud/spanner';
 import { credentials } from '@grpc/grpc-js';
-import { LoadRecorder, type LoadResult } from './measure.ts';
-import { CELLS, type CaseName, FAMILY, nextIsRead, randomExistingKey } from './workload.ts';
+import { type LoadResult, runClosedLoop } from './measure.ts';
+import { CELLS, type CaseName, FAMILY } from './workload.ts';
 
 export function spannerClient(projectId: string, host: string, port: number): Spanner {
   // As the store does against an emulator (docs/stores/spanner.md): session pools, not multiplexed sessions.
@@ -68,27 +68,11 @@ export interface SpannerCeilingLoad {
 }
 
 /** Runs `connections` callers in a closed loop (each waits for its answer) for the duration. */
-export async function runSpannerCeiling(load: SpannerCeilingLoad): Promise<LoadResult> {
-  const recorder = new LoadRecorder();
-  const started = performance.now();
-  const end = started + load.durationMs;
-  async function caller(): Promise<void> {
-    while (performance.now() < end) {
-      const read = nextIsRead(load.caseName);
-      const callStarted = performance.now();
-      try {
-        if (read) {
-          const cells = await readSpannerRow(load.database, load.tableId, randomExistingKey());
-          if (cells !== CELLS.length) throw new Error(`read ${cells} cells, expected ${CELLS.length}`);
-        } else {
-          await writeSpannerRow(load.database, load.tableId, load.newKey());
-        }
-        recorder.success(performance.now() - callStarted);
-      } catch (error) {
-        recorder.failure(`${read ? 'query' : 'transaction'}: ${(error as Error).message}`);
-      }
-    }
-  }
-  await Promise.all(Array.from({ length: load.connections }, caller));
-  return recorder.result((performance.now() - started) / 1000);
+export function runSpannerCeiling(load: SpannerCeilingLoad): Promise<LoadResult> {
+  return runClosedLoop(load, {
+    read: (key) => readSpannerRow(load.database, load.tableId, key),
+    write: (key) => writeSpannerRow(load.database, load.tableId, key),
+    readName: 'query',
+    writeName: 'transaction',
+  });
 }
