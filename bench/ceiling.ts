@@ -5,8 +5,8 @@
  * options), so service/ceiling is the cost of the HTTP hop and the service's own work.
  */
 import { Bigtable, type protos, v2 } from '@google-cloud/bigtable';
-import { type LoadResult, runClosedLoop } from './measure.ts';
-import { CELLS, type CaseName, FAMILY } from './workload.ts';
+import { type ClosedLoopLoad, type LoadResult, runClosedLoop } from './measure.ts';
+import { CELLS, FAMILY } from './workload.ts';
 
 type ReadRowsResponse = protos.google.bigtable.v2.IReadRowsResponse;
 
@@ -51,13 +51,9 @@ export async function writeRow(client: v2.BigtableClient, tableName: string, row
   await client.mutateRow({ tableName, rowKey: Buffer.from(rowKey), mutations }, callOptions());
 }
 
-export interface CeilingLoad {
+export interface CeilingLoad extends ClosedLoopLoad {
   readonly client: v2.BigtableClient;
   readonly tableName: string;
-  readonly caseName: CaseName;
-  readonly connections: number;
-  readonly durationMs: number;
-  readonly newKey: () => string;
 }
 
 /** Runs `connections` callers in a closed loop (each waits for its answer) for the duration. */

@@ -5,8 +5,8 @@
  * (its index entry). No HTTP, no service.
  */
 import { type RedisArgument, RESP_TYPES, createClient } from 'redis';
-import { type LoadResult, runClosedLoop } from './measure.ts';
-import { CELLS, type CaseName, FAMILY } from './workload.ts';
+import { type ClosedLoopLoad, type LoadResult, runClosedLoop } from './measure.ts';
+import { CELLS, FAMILY } from './workload.ts';
 
 export type RedisCeilingClient = ReturnType<typeof redisClient>;
 
@@ -36,13 +36,9 @@ export async function writeRedisRow(client: RedisCeilingClient, table: RedisTabl
   await client.multi().hSet(rowKey(table, key), cells).zAdd(`${table.tag}:rows`, { score: 0, value: key }).exec();
 }
 
-export interface RedisCeilingLoad {
+export interface RedisCeilingLoad extends ClosedLoopLoad {
   readonly client: RedisCeilingClient;
   readonly table: RedisTableKeys;
-  readonly caseName: CaseName;
-  readonly connections: number;
-  readonly durationMs: number;
-  readonly newKey: () => string;
 }
 
 /** Runs `connections` callers in a closed loop (each waits for its answer) for the duration. */

@@ -9,8 +9,8 @@
 import { createHash } from 'node:crypto';
 import { type Database, Spanner } from '@google-cloud/spanner';
 import { credentials } from '@grpc/grpc-js';
-import { type LoadResult, runClosedLoop } from './measure.ts';
-import { CELLS, type CaseName, FAMILY } from './workload.ts';
+import { type ClosedLoopLoad, type LoadResult, runClosedLoop } from './measure.ts';
+import { CELLS, FAMILY } from './workload.ts';
 
 export function spannerClient(projectId: string, host: string, port: number): Spanner {
   // As the store does against an emulator (docs/stores/spanner.md): session pools, not multiplexed sessions.
@@ -58,13 +58,9 @@ export function writeSpannerRow(database: Database, tableId: string, key: string
   return write.then(() => undefined);
 }
 
-export interface SpannerCeilingLoad {
+export interface SpannerCeilingLoad extends ClosedLoopLoad {
   readonly database: Database;
   readonly tableId: string;
-  readonly caseName: CaseName;
-  readonly connections: number;
-  readonly durationMs: number;
-  readonly newKey: () => string;
 }
 
 /** Runs `connections` callers in a closed loop (each waits for its answer) for the duration. */
