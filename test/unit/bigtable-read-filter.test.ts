@@ -31,6 +31,14 @@ describe('Bigtable read filters', () => {
     expect(readFilter({ versions: 3 }, new Map([['f', {}]]), 0)).to.deep.equal({ cellsPerColumnLimitFilter: 3 });
   });
 
+  it('is a bare version limit when every policy keeps at least the versions read and none limits age', () => {
+    const families = new Map([['f', { maxVersions: 1 }], ['g', { maxVersions: 3 }], ['h', {}]]);
+    expect(readFilter({ versions: 1 }, families, 0)).to.deep.equal({ cellsPerColumnLimitFilter: 1 });
+    // Reading three versions, f's policy keeps fewer: it gets a branch of its own.
+    const three = readFilter({ versions: 3 }, families, 0);
+    expect(JSON.stringify(three)).to.include('"cellsPerColumnLimitFilter":1').and.include('"familyNameRegexFilter":"^f$"');
+  });
+
   it('limits a family to the smaller of versions and maxVersions, and starts its range at now - maxAge', () => {
     const filter = readFilter({ versions: 5, columns: [{ family: 'f' }] }, new Map([['f', { maxVersions: 2, maxAgeSeconds: 60 }]]), 1_000_000);
     expect(filter).to.deep.equal({

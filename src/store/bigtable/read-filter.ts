@@ -18,7 +18,7 @@ type RowFilter = protos.google.bigtable.v2.IRowFilter;
 export function readFilter(selection: ReadSelection, families: Families, nowMs: number): RowFilter {
   const { versions } = selection;
   if (selection.columns === undefined) {
-    const policied = [...families].filter(([, policy]) => hasPolicy(policy));
+    const policied = [...families].filter(([, policy]) => narrows(policy, versions));
     if (policied.length === 0) return { cellsPerColumnLimitFilter: versions };
     const branches = policied.map(([family, policy]) => branch({ familyNameRegexFilter: exactly(family) }, policy, versions, nowMs));
     branches.push(branch({ familyNameRegexFilter: noneOf(policied.map(([family]) => family)) }, {}, versions, nowMs));
@@ -45,8 +45,14 @@ export function readFilter(selection: ReadSelection, families: Families, nowMs: 
   return interleave(branches);
 }
 
-function hasPolicy(policy: FamilyPolicy): boolean {
-  return policy.maxVersions !== undefined || policy.maxAgeSeconds !== undefined;
+/**
+ * Whether a family's policy drops cells that the version limit alone would return. A family that
+ * keeps at least `versions` versions and has no age limit (v1's families, which keep one version,
+ * read at one) needs no branch of its own: its reads stay a single cells-per-column limit, which
+ * costs the backend less than an interleave of regular expressions.
+ */
+function narrows(policy: FamilyPolicy, versions: number): boolean {
+  return policy.maxAgeSeconds !== undefined || (policy.maxVersions !== undefined && policy.maxVersions < versions);
 }
 
 function branch(select: RowFilter, policy: FamilyPolicy, versions: number, nowMs: number): RowFilter {
