@@ -71,6 +71,12 @@ interface CaseResult {
   readonly naive?: Measured & { readonly peakRssMb: number };
   /** service / naive proxy: throughput, p99, and CPU per request of the server process (lower is better). */
   readonly vsNaive?: { readonly reqPerSec: number; readonly p99: number; readonly cpu: number; readonly peakRss: number };
+  /** The floor server on the same store (Bigtable, v1 cases): node:http and the bare gRPC call. */
+  readonly floor?: Measured & { readonly peakRssMb: number };
+  /** The same calls under Koa, @koa/router and koa-body: the floor on kvcrud's HTTP stack. */
+  readonly koaFloor?: Measured & { readonly peakRssMb: number };
+  /** Server CPU per request over the floor's: kvcrud's, the naive proxy's and the Koa floor's. */
+  readonly overFloor?: { readonly service: number; readonly naive: number; readonly koa: number };
   /** 1-minute load average when the case started: how busy the shared machine was. */
   readonly loadAverage: number;
 }
@@ -131,6 +137,15 @@ async function benchBigtable(emulatorHost: string): Promise<void> {
     process.execPath,
     'bench/naive-proxy.ts',
   ]);
+  const floor = await runService(cleanEnv({ PORT: '0', GOOGLE_CLOUD_PROJECT: PROJECT, BIGTABLE_EMULATOR_HOST: emulatorHost }), [
+    process.execPath,
+    'bench/floor-server.ts',
+  ]);
+  const koaFloor = await runService(cleanEnv({ PORT: '0', GOOGLE_CLOUD_PROJECT: PROJECT, BIGTABLE_EMULATOR_HOST: emulatorHost }), [
+    process.execPath,
+    'bench/floor-server.ts',
+    '--koa',
+  ]);
   try {
     await createTable(service.baseUrl, BIGTABLE_INSTANCE);
     await inBatches(PRELOADED_ROWS, 50, (index) => writeRow(client, tableName, preloadedKey(index)));
@@ -165,13 +180,25 @@ async function benchBigtable(emulatorHost: string): Promise<void> {
           cpu: round((measured.cpuMicrosPerRequest['service'] ?? 0) / (proxy.cpuMicrosPerRequest['service'] ?? 1)),
           peakRss: round(measured.peakRssMb / proxy.peakRssMb),
         };
-        record({ store: 'bigtable', case: caseName, operation: CASE_LABELS[caseName], connections: count, ceiling, service: measured, ratio, naive: proxy, vsNaive, loadAverage });
+        const least = await measureService(floor, 'bigtable', BIGTABLE_INSTANCE, caseName, count, emulatorPid);
+        const leastOnKoa = await measureService(koaFloor, 'bigtable', BIGTABLE_INSTANCE, caseName, count, emulatorPid);
+        const overFloor = {
+          service: round(serverCpu(measured) / serverCpu(least)),
+          naive: round(serverCpu(proxy) / serverCpu(least)),
+          koa: round(serverCpu(leastOnKoa) / serverCpu(least)),
+        };
+        record({
+          ...{ store: 'bigtable', case: caseName, operation: CASE_LABELS[caseName], connections: count, ceiling, service: measured, ratio },
+          ...{ naive: proxy, vsNaive, floor: least, koaFloor: leastOnKoa, overFloor, loadAverage },
+        });
       }
     }
   } finally {
     await client.close();
     await stopService(service, 'bigtable');
     await naive.stop('SIGTERM');
+    await floor.stop('SIGTERM');
+    await koaFloor.stop('SIGTERM');
   }
 }
 
@@ -311,6 +338,10 @@ function profileDir(store: string): string {
   return join(ROOT, 'bench/results/profiles', store);
 }
 
+function serverCpu(load: Measured): number {
+  return load.cpuMicrosPerRequest['service'] ?? 0;
+}
+
 async function measureService(service: ServiceProcess, store: string, instance: string, caseName: CaseName, count: number, backendPid?: number, backend = 'emulator') {
   const baseUrl = service.baseUrl;
   if (warmupSeconds > 0) {
@@ -418,7 +449,17 @@ function printRow(result: CaseResult): void {
         `          kvcrud / naive proxy: req/s ${fixed(vsNaive.reqPerSec)}, p99 ${fixed(vsNaive.p99)}, server CPU per request ${fixed(vsNaive.cpu)}, peak RSS ${fixed(vsNaive.peakRss)}\n`,
     );
   }
-  for (const load of [result.ceiling, service, result.naive]) {
+  const { floor, koaFloor, overFloor } = result;
+  if (floor !== undefined && koaFloor !== undefined && overFloor !== undefined) {
+    const line = (name: string, load: Measured & { peakRssMb: number }) =>
+      `          ${name}: ${load.reqPerSec} req/s, p99 ${fixed(load.latencyMs.p99)} ms, RSS ${load.peakRssMb} MB, CPU µs/request ${cpu(load)}\n`;
+    process.stdout.write(
+      line('floor (node:http)', floor) +
+        line('floor on Koa', koaFloor) +
+        `          server CPU per request / floor's: kvcrud ${fixed(overFloor.service)}, naive proxy ${fixed(overFloor.naive)}, floor on Koa ${fixed(overFloor.koa)}\n`,
+    );
+  }
+  for (const load of [result.ceiling, service, result.naive, result.floor, result.koaFloor]) {
     if (load?.firstError !== undefined) process.stdout.write(`          first error: ${load.firstError}\n`);
   }
 }
@@ -444,6 +485,13 @@ function printTargets(): void {
     const vsNaive = at32('bigtable', caseName)?.vsNaive;
     const label = `bigtable ${CASE_LABELS[caseName]} vs the naive proxy at 32:`;
     check(`${label} server CPU per request ≤ 0.5×`, vsNaive?.cpu, (v) => v <= 0.5, '×');
+    const overFloor = at32('bigtable', caseName)?.overFloor;
+    if (overFloor !== undefined) {
+      // No gateway goes below the floor, nor one on Koa below the floor on Koa.
+      const half = 0.5 * overFloor.naive;
+      const verdict = half < 1 ? 'below the floor: no gateway reaches it' : half < overFloor.koa ? 'below the floor on Koa: no gateway on Koa reaches it' : 'above both floors';
+      lines.push(`          0.5 × the naive proxy's CPU is ${fixed(half)} × the floor's (the floor on Koa: ${fixed(overFloor.koa)}×): ${verdict}`);
+    }
     check(`${label} throughput ≥ ${throughput}×`, vsNaive?.reqPerSec, (v) => v >= throughput, '×');
     check(`${label} p99 ≤ 1×`, vsNaive?.p99, (v) => v <= 1, '×');
   }
