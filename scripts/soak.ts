@@ -1,5 +1,5 @@
 /**
- * npm run soak [-- --duration 180 --interval 10 --connections 16 --redis redis://127.0.0.1:6380]
+ * npm run soak [-- --duration 180 --interval 10 --connections 16 --window 300 --redis redis://127.0.0.1:6380 | --spanner 127.0.0.1:9010]
  *
  * Holds a steady mixed load (half writes of 1 KiB rows, half reads of written rows) on the real
  * service, started as its own process, for a bounded time, and prints per interval: requests/s,
@@ -7,7 +7,12 @@
  * compares RSS after warm-up with RSS at the end, to show whether memory grows under steady load.
  *
  * The embedded store in a temporary directory by default; with BIGTABLE_EMULATOR_HOST set, Bigtable
- * through that emulator; with --redis, the Redis store on that server (from a STORES_FILE).
+ * through that emulator; with --redis, the Redis store on that server, and with --spanner, the
+ * Spanner store on that emulator (each from a STORES_FILE).
+ *
+ * When the run is long enough, it ends with the steady-state checks of docs/performance.md: the
+ * last 5 minutes against the first 5 after warm-up (the first two intervals) for throughput and
+ * p99, and RSS growth after warm-up.
  */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -15,6 +20,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
+import { cpuTimeMs } from '../bench/proc-stats.ts';
 import autocannon from 'autocannon';
 
 const { values } = parseArgs({
@@ -23,6 +29,9 @@ const { values } = parseArgs({
     interval: { type: 'string', default: '10' },
     connections: { type: 'string', default: '16' },
     redis: { type: 'string' },
+    spanner: { type: 'string' },
+    // The length of the first and last windows the steady-state checks compare.
+    window: { type: 'string', default: '300' },
   },
 });
 const durationS = Number(values.duration);
@@ -36,13 +45,19 @@ if (!(durationS > 0 && intervalS > 0 && connections > 0)) {
 const ROOT = new URL('../', import.meta.url).pathname;
 const emulator = process.env['BIGTABLE_EMULATOR_HOST'];
 const dataDir = mkdtempSync(join(tmpdir(), 'kvcrud-soak-'));
-const instance = emulator === undefined && values.redis === undefined ? 'local' : `soak-${process.pid}`;
+const fromStoresFile = values.redis !== undefined || values.spanner !== undefined;
+const instance = emulator === undefined && !fromStoresFile ? 'local' : `soak-${process.pid}`;
 const storesFile = join(dataDir, 'stores.yaml');
 if (values.redis !== undefined) writeFileSync(storesFile, `stores:\n  redis: { driver: redis, url: "${values.redis}", instances: [${instance}] }\n`);
+if (values.spanner !== undefined) {
+  const spanner = `{ driver: spanner, projectId: kvcrud-soak, instance: soak, emulatorHost: "${values.spanner}", instances: [${instance}] }`;
+  writeFileSync(storesFile, `stores:\n  spanner: ${spanner}\n`);
+}
+const storeName = values.redis !== undefined ? `redis at ${values.redis}` : values.spanner !== undefined ? `spanner at ${values.spanner}` : emulator === undefined ? 'embedded store' : `bigtable at ${emulator}`;
 const env = {
   PATH: process.env['PATH'] ?? '',
   PORT: '0',
-  ...(values.redis !== undefined
+  ...(fromStoresFile
     ? { STORES_FILE: storesFile }
     : emulator === undefined
       ? { DATA_DIR: dataDir }
@@ -91,10 +106,11 @@ const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.lengt
 const table_ = (cells: Array<string | number>) => cells.map((cell) => String(cell).padStart(9)).join(' ');
 
 process.stdout.write(
-  `kvcrud soak: ${values.redis !== undefined ? `redis at ${values.redis}` : emulator === undefined ? 'embedded store' : `bigtable at ${emulator}`}, ${connections} connections, ` +
+  `kvcrud soak: ${storeName}, ${connections} connections, ` +
     `${durationS} s, half writes (1 KiB) and half reads, pid ${service.pid}\n`,
 );
-process.stdout.write(`${table_(['t (s)', 'req/s', 'p50 ms', 'p99 ms', 'max ms', 'non-2xx', 'errors', 'RSS MiB'])}\n`);
+// CPU per request of the service: flat while throughput falls means the backend slowed, not kvcrud.
+process.stdout.write(`${table_(['t (s)', 'req/s', 'p50 ms', 'p99 ms', 'max ms', 'non-2xx', 'errors', 'RSS MiB', 'CPU µs/req'])}\n`);
 
 let finish: (result: autocannon.Result) => void = () => {};
 const finished = new Promise<autocannon.Result>((resolve) => (finish = resolve));
@@ -130,10 +146,17 @@ run.on('reqError', () => {
 
 const started = Date.now();
 const rssSamples: number[] = [];
+/** Per interval: requests answered and their latencies, for the steady-state checks. */
+const intervals: number[][] = [];
+let lastCpuMs = cpuTimeMs(service.pid ?? 0);
 const report = () => {
   const interval = current;
   current = { latencies: [], non2xx: 0, errors: 0 };
   const sorted = interval.latencies.sort((a, b) => a - b);
+  intervals.push(sorted);
+  const cpuMs = cpuTimeMs(service.pid ?? 0);
+  const cpuPerRequest = sorted.length === 0 ? 0 : ((cpuMs - lastCpuMs) * 1000) / sorted.length;
+  lastCpuMs = cpuMs;
   const rss = rssMiB();
   rssSamples.push(rss);
   process.stdout.write(
@@ -146,6 +169,7 @@ const report = () => {
       interval.non2xx,
       interval.errors,
       rss.toFixed(1),
+      Math.round(cpuPerRequest),
     ])}\n`,
   );
 };
@@ -163,6 +187,26 @@ process.stdout.write(
     `RSS: ${afterWarmUp.toFixed(1)} MiB after the first two intervals, ${last.toFixed(1)} MiB at the end ` +
     `(${(last - afterWarmUp >= 0 ? '+' : '') + (last - afterWarmUp).toFixed(1)} MiB), peak ${Math.max(...rssSamples).toFixed(1)} MiB\n`,
 );
+
+// Steady state: the first 5 minutes (--window) after warm-up against the last 5.
+const window = Math.max(1, Math.round(Number(values.window) / intervalS));
+if (intervals.length >= 2 + 2 * window) {
+  const summary = (part: number[][]) => {
+    const all = part.flat().sort((a, b) => a - b);
+    return { reqPerSec: all.length / (part.length * intervalS), p99: percentile(all, 99) };
+  };
+  const first = summary(intervals.slice(2, 2 + window));
+  const lastFive = summary(intervals.slice(-window));
+  const throughput = lastFive.reqPerSec / first.reqPerSec;
+  const growth = last - afterWarmUp;
+  const verdict = (ok: boolean) => (ok ? 'met   ' : 'MISSED');
+  process.stdout.write(
+    `steady state, first ${window * intervalS} s after warm-up → last ${window * intervalS} s:\n` +
+      `  ${verdict(throughput >= 0.9)} throughput ${Math.round(first.reqPerSec)} → ${Math.round(lastFive.reqPerSec)} req/s (${throughput.toFixed(2)}×, target ≥ 0.9×)\n` +
+      `  ${verdict(lastFive.p99 <= first.p99 * 1.25)} p99 ${first.p99.toFixed(1)} → ${lastFive.p99.toFixed(1)} ms (flat: at most 1.25×)\n` +
+      `  ${verdict(growth < 20)} RSS growth after warm-up ${growth.toFixed(1)} MiB (target < 20 MiB)\n`,
+  );
+}
 
 service.kill('SIGTERM');
 await new Promise((resolve) => service.once('exit', resolve));
