@@ -1,9 +1,13 @@
 /**
- * Summarises a V8 CPU profile (`node --cpu-prof`) as the functions with the most self time.
- * Run directly: `node bench/profile-summary.ts <file.cpuprofile> [top]`.
+ * Summarises a V8 CPU profile (`node --cpu-prof`) as the functions with the most self time, or
+ * (`--by-package`) as the self time of each package, each of the service's own modules, each Node
+ * internal subsystem and the collector, in µs per request when `--requests N` says how many
+ * requests the profile covers (idle time and module loading left out).
+ * Run directly: `node bench/profile-summary.ts <file.cpuprofile> [top] [--by-package] [--requests N]`.
  */
 import { readFileSync } from 'node:fs';
 import { relative } from 'node:path';
+import { parseArgs } from 'node:util';
 
 interface ProfileNode {
   id: number;
@@ -66,11 +70,73 @@ export function formatSelfTime(rows: readonly SelfTime[]): string {
   return rows.map((row) => `${row.percent.toFixed(1).padStart(5)}%  ${row.fn}  ${row.where}`).join('\n');
 }
 
+export interface PackageTime {
+  readonly where: string;
+  /** Self time, in µs per request when the request count is given, otherwise in ms. */
+  readonly amount: number;
+  readonly percent: number;
+}
+
+/**
+ * Self time by where it is spent: a node_modules package, a module of the service (`kvcrud:` and
+ * its path under src/), a Node subsystem (`node:http2`, `node:streams`…), or V8's own entries
+ * ((garbage collector), (program)). Idle samples and those under module loading are left out.
+ */
+export function selfTimeByPackage(path: string, requests?: number): { rows: PackageTime[]; busyMs: number } {
+  const profile = JSON.parse(readFileSync(path, 'utf8')) as CpuProfile & { nodes: Array<ProfileNode & { children?: number[] }> };
+  const byId = new Map(profile.nodes.map((node) => [node.id, node]));
+  const parentOf = new Map<number, number>();
+  for (const node of profile.nodes) for (const child of node.children ?? []) parentOf.set(child, node.id);
+  const loading = (id: number) => {
+    for (let at: number | undefined = id; at !== undefined; at = parentOf.get(at)) {
+      if (byId.get(at)?.callFrame.url.startsWith('node:internal/modules/') === true) return true;
+    }
+    return false;
+  };
+  const micros = new Map<string, number>();
+  let total = 0;
+  profile.samples.forEach((id, index) => {
+    const frame = byId.get(id)?.callFrame;
+    if (frame === undefined || frame.functionName === '(idle)' || loading(id)) return;
+    const delta = profile.timeDeltas[index] ?? 0;
+    total += delta;
+    const where = packageOf(frame.url, frame.functionName);
+    micros.set(where, (micros.get(where) ?? 0) + delta);
+  });
+  const rows = [...micros]
+    .sort((a, b) => b[1] - a[1])
+    .map(([where, us]) => ({ where, amount: requests === undefined ? us / 1000 : us / requests, percent: Math.round((us / total) * 1000) / 10 }));
+  return { rows, busyMs: total / 1000 };
+}
+
+/** A module of the service, built (dist/) or run from source (src/). */
+const OWN_MODULE = new RegExp(`^file://${ROOT.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}(?:dist|src)/(.*)\\.[jt]s$`);
+
+function packageOf(url: string, functionName: string): string {
+  if (url === '') return functionName.startsWith('(') ? functionName : `native ${functionName}`;
+  const inPackage = /node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(url);
+  if (inPackage?.[1] !== undefined) return inPackage[1];
+  const own = OWN_MODULE.exec(url);
+  if (own?.[1] !== undefined) return `kvcrud:${own[1]}`;
+  if (url.startsWith('node:')) return url.replace('node:internal/', 'node:').replace(/^(node:[^/]+).*$/, '$1');
+  return url.startsWith('file://') ? relative(ROOT, new URL(url).pathname) : url;
+}
+
 if (import.meta.main) {
-  const [path, top] = process.argv.slice(2);
+  const { values, positionals } = parseArgs({ allowPositionals: true, options: { 'by-package': { type: 'boolean', default: false }, requests: { type: 'string' } } });
+  const [path, top] = positionals;
   if (path === undefined) {
-    process.stderr.write('usage: node bench/profile-summary.ts <file.cpuprofile> [top]\n');
+    process.stderr.write('usage: node bench/profile-summary.ts <file.cpuprofile> [top] [--by-package] [--requests N]\n');
     process.exit(2);
   }
-  process.stdout.write(`${formatSelfTime(topSelfTime(path, top === undefined ? 15 : Number(top)))}\n`);
+  const count = top === undefined ? 15 : Number(top);
+  if (values['by-package']) {
+    const requests = values.requests === undefined ? undefined : Number(values.requests);
+    const { rows, busyMs } = selfTimeByPackage(path, requests);
+    const unit = requests === undefined ? 'ms' : 'µs/request';
+    process.stdout.write(`busy ${requests === undefined ? `${Math.round(busyMs)} ms` : `${Math.round((busyMs * 1000) / requests)} µs/request`}\n`);
+    process.stdout.write(`${rows.slice(0, count).map((row) => `${row.amount.toFixed(1).padStart(8)} ${unit}  ${row.percent.toFixed(1).padStart(5)}%  ${row.where}`).join('\n')}\n`);
+  } else {
+    process.stdout.write(`${formatSelfTime(topSelfTime(path, count))}\n`);
+  }
 }
