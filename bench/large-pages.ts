@@ -1,9 +1,10 @@
 /**
- * `node bench/large-pages.ts [--concurrency 8] [--rounds 4]`: the service's memory while several
+ * `node bench/large-pages.ts [--concurrency 8] [--rounds 4] [--rows 80]`: the service's memory while several
  * callers scan the largest page the v2 API returns (16 MiB of keys, columns and values,
  * SERVICE_LIMITS.pageBytes), on the embedded store. The built service (`npm run build` first) runs
- * with no configuration; the table holds 80 rows of one 256 KiB cell, and each round sends
- * `--concurrency` scans of the whole table at once, each answered with one page of 63 rows. Prints
+ * with no configuration; the table holds `--rows` rows of one 256 KiB cell, and each round sends
+ * `--concurrency` scans asking for pages of as many rows at once, each answered with the first
+ * page, 63 rows. Prints
  * the service's RSS before the scans and its peak during each round (sampled every 50 ms).
  *
  * Scan pages are built whole before they are sent, so this is the memory a page costs; compare
@@ -18,11 +19,11 @@ import { memoryOf } from './proc-stats.ts';
 
 const ROOT = new URL('../', import.meta.url).pathname;
 const { values: args } = parseArgs({
-  options: { concurrency: { type: 'string', default: '8' }, rounds: { type: 'string', default: '4' } },
+  options: { concurrency: { type: 'string', default: '8' }, rounds: { type: 'string', default: '4' }, rows: { type: 'string', default: '80' } },
 });
 const concurrency = Number(args.concurrency);
 const rounds = Number(args.rounds);
-const ROWS = 80;
+const ROWS = Number(args.rows);
 const VALUE = 'x'.repeat(256 * 1024);
 
 const dataDir = mkdtempSync(join(tmpdir(), 'kvcrud-bench-pages-'));

@@ -14,7 +14,8 @@ export interface ScanPage {
  * readPage reads the page of `query` that starts at `position` (the query's own range when
  * there is none) and holds at most `pageSize` rows.
  *
- * It asks the store for one row more than the page, and resumes the next page at the shortest
+ * It asks the store for one row more than the page, stops reading once the rows pass
+ * SERVICE_LIMITS.pageBytes (see collect), and resumes the next page at the shortest
  * separator between the page's last key and that next key (key-ranges.ts): a short position even
  * when keys are long. A page ends early, and so holds fewer rows than pageSize, where:
  * - its keys, columns and values would pass SERVICE_LIMITS.pageBytes (it keeps at least one row);
@@ -95,8 +96,20 @@ function rowsWithinBytes(rows: readonly Row[]): number {
   return rows.length;
 }
 
+/**
+ * The rows of a scan, read until the page cannot hold more: once they pass
+ * SERVICE_LIMITS.pageBytes the store is asked for no more (leaving the scan cancels its call).
+ * The row that passes the limit is kept, and with it at least two rows: the page ends before it
+ * (or holds just the first), and its key places the next page's token.
+ */
 async function collect(rows: AsyncIterable<Row>): Promise<Row[]> {
   const all: Row[] = [];
-  for await (const row of rows) all.push(row);
+  let bytes = 0;
+  for await (const row of rows) {
+    all.push(row);
+    bytes += row.key.length;
+    for (const cell of row.cells) bytes += cell.column.length + cell.value.length;
+    if (bytes > SERVICE_LIMITS.pageBytes && all.length >= 2) break;
+  }
   return all;
 }

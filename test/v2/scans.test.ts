@@ -1,5 +1,6 @@
 import { expect } from 'chai';
 import { embeddedHarness } from '../support/stores.ts';
+import type { DataStore } from '../../src/store/store.ts';
 import { type TestApp, startTestApp, useTestApp } from '../support/test-app.ts';
 import { createTable, problemOf, publishing, scanKeys, v2Paths, writeRows } from '../support/v2.ts';
 
@@ -182,5 +183,51 @@ describe('v2 scans across two apps on one store', () => {
     } while (token !== undefined);
     expect(keys).to.deep.equal(Array.from({ length: 25 }, (_, index) => `row-${String(index).padStart(3, '0')}`));
     expect(turn).to.equal(7);
+  });
+});
+
+describe('v2 scans of large rows', () => {
+  let app: TestApp;
+  let pulled = 0;
+
+  before(async function () {
+    this.timeout(120_000);
+    // Counts the rows the service takes from the store's scans.
+    const counting = (real: DataStore): DataStore =>
+      new Proxy(real, {
+        get(target, property, receiver) {
+          if (property === 'scanRows') {
+            return async function* (...args: Parameters<DataStore['scanRows']>) {
+              for await (const row of target.scanRows(...args)) {
+                pulled += 1;
+                yield row;
+              }
+            };
+          }
+          const value: unknown = Reflect.get(target, property, receiver);
+          return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+        },
+      });
+    app = await startTestApp({ harness: embeddedHarness(this), instances: ['local'], wrapStore: counting });
+    await createTable(app, 'big');
+    const value = 'v'.repeat(5 * 1024 * 1024);
+    for (let index = 0; index < 8; index++) {
+      const response = await app.api.request('PUT', v2Paths(app).row('big', `r${index}`), { json: { cells: [{ family: 'cf', column: 'c', value }] } });
+      expect(response.status).to.equal(200);
+    }
+  });
+  after(() => app?.close());
+
+  it('stops reading the store once a page is full, whatever pageSize asks for', async function () {
+    this.timeout(60_000);
+    pulled = 0;
+    const response = await app.api.get(`${v2Paths(app).rows('big')}?pageSize=1000`);
+    expect(response.status).to.equal(200);
+    expect((response.body as { rows: unknown[] }).rows).to.have.length(3);
+    // Three rows of 5 MiB fit in 16 MiB; the fourth passes it and places the next page's token.
+    expect(pulled).to.equal(4);
+    const { keys, pages } = await scanKeys(app, 'big', 'pageSize=1000');
+    expect(keys).to.deep.equal(['r0', 'r1', 'r2', 'r3', 'r4', 'r5', 'r6', 'r7']);
+    expect(pages).to.deep.equal([3, 3, 2]);
   });
 });
