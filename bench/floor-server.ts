@@ -16,11 +16,12 @@
  */
 import { type IncomingMessage, type ServerResponse, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { Metadata } from '@grpc/grpc-js';
+import type { Metadata } from '@grpc/grpc-js';
 import { type protos } from '@google-cloud/bigtable';
 import Router from '@koa/router';
 import Koa from 'koa';
 import { koaBody } from 'koa-body';
+import { routingHeader } from '../src/store/bigtable/calls.ts';
 import { dataClient } from './ceiling.ts';
 
 type ReadRowsResponse = protos.google.bigtable.v2.IReadRowsResponse;
@@ -42,19 +43,13 @@ function tablePath(instance: string, table: string): string {
   return `projects/${project}/instances/${instance}/tables/${table}`;
 }
 
-function routing(tableName: string): Metadata {
-  const metadata = new Metadata();
-  metadata.set('x-goog-request-params', `table_name=${encodeURIComponent(tableName)}`);
-  return metadata;
-}
-
 function read(instance: string, table: string, rowKey: string, done: (error: Error | null, body?: string) => void): void {
   const tableName = tablePath(instance, table);
   const request = { tableName, rows: { rowKeys: [Buffer.from(rowKey)] }, rowsLimit: 1, filter: { cellsPerColumnLimitFilter: 1 } };
   const data: Array<{ columnFamily: string; columnName: string; columnValue: string; timestamp: string }> = [];
   let family = '';
   let column = '';
-  const call = stub.readRows(request, routing(tableName));
+  const call = stub.readRows(request, routingHeader(tableName));
   // The emulator sends each cell in one chunk; family and qualifier carry over from the previous.
   call.on('data', (response: ReadRowsResponse) => {
     for (const chunk of response.chunks ?? []) {
@@ -73,7 +68,7 @@ function insert(instance: string, body: InsertBody, done: (error: Error | null, 
   const mutations = body.data.map((cell) => ({
     setCell: { familyName: cell.columnFamily, columnQualifier: Buffer.from(cell.columnName), timestampMicros, value: Buffer.from(cell.columnValue) },
   }));
-  stub.mutateRow({ tableName, rowKey: Buffer.from(body.rowKeyId), mutations }, routing(tableName), (error) =>
+  stub.mutateRow({ tableName, rowKey: Buffer.from(body.rowKeyId), mutations }, routingHeader(tableName), (error) =>
     done(error, JSON.stringify({ tableName: body.tableName, rowKeyId: body.rowKeyId, cellsWritten: body.data.length })),
   );
 }
