@@ -89,11 +89,17 @@ function resumedRange(query: ScanQuery, resume: Buffer): KeyRange {
 function rowsWithinBytes(rows: readonly Row[]): number {
   let bytes = 0;
   for (const [index, row] of rows.entries()) {
-    bytes += row.key.length;
-    for (const cell of row.cells) bytes += cell.column.length + cell.value.length;
+    bytes += rowBytes(row);
     if (bytes > SERVICE_LIMITS.pageBytes) return Math.max(index, 1);
   }
   return rows.length;
+}
+
+/** The bytes of a row's key, columns and values: what SERVICE_LIMITS.pageBytes counts. */
+function rowBytes(row: Row): number {
+  let bytes = row.key.length;
+  for (const cell of row.cells) bytes += cell.column.length + cell.value.length;
+  return bytes;
 }
 
 /**
@@ -107,8 +113,7 @@ async function collect(rows: AsyncIterable<Row>): Promise<Row[]> {
   let bytes = 0;
   for await (const row of rows) {
     all.push(row);
-    bytes += row.key.length;
-    for (const cell of row.cells) bytes += cell.column.length + cell.value.length;
+    bytes += rowBytes(row);
     if (bytes > SERVICE_LIMITS.pageBytes && all.length >= 2) break;
   }
   return all;
