@@ -12,6 +12,7 @@ import { parseArgs } from 'node:util';
 interface ProfileNode {
   id: number;
   callFrame: { functionName: string; url: string; lineNumber: number };
+  children?: number[];
 }
 interface CpuProfile {
   nodes: ProfileNode[];
@@ -29,8 +30,12 @@ export interface SelfTime {
 const ROOT = new URL('../', import.meta.url).pathname;
 
 /** The `top` functions by self time, with where they are defined (node_modules package or file). */
+function readProfile(path: string): CpuProfile {
+  return JSON.parse(readFileSync(path, 'utf8')) as CpuProfile;
+}
+
 export function topSelfTime(path: string, top = 15): SelfTime[] {
-  const profile = JSON.parse(readFileSync(path, 'utf8')) as CpuProfile;
+  const profile = readProfile(path);
   const frames = new Map(profile.nodes.map((node) => [node.id, node.callFrame]));
   const micros = new Map<string, { fn: string; where: string; us: number }>();
   let total = 0;
@@ -83,7 +88,7 @@ export interface PackageTime {
  * ((garbage collector), (program)). Idle samples and those under module loading are left out.
  */
 export function selfTimeByPackage(path: string, requests?: number): { rows: PackageTime[]; busyMs: number } {
-  const profile = JSON.parse(readFileSync(path, 'utf8')) as CpuProfile & { nodes: Array<ProfileNode & { children?: number[] }> };
+  const profile = readProfile(path);
   const byId = new Map(profile.nodes.map((node) => [node.id, node]));
   const parentOf = new Map<number, number>();
   for (const node of profile.nodes) for (const child of node.children ?? []) parentOf.set(child, node.id);
