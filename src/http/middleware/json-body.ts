@@ -47,16 +47,18 @@ const OBJECT_OR_ARRAY = /^[\x20\x09\x0a\x0d]*[[{]/;
  * cut short, not UTF-8, not JSON, not an object or array, or with a `__proto__` key. Without a
  * body, ctx.request.body stays undefined, for the schema to report as missing.
  *
- * koa-body reads the bytes (decompressing them with co-body) as latin1, which maps each byte to
- * one character and back without loss; they are then decoded as UTF-8 strictly here. A body with
- * bytes that are not UTF-8 is refused, so no caller's key or value is ever silently replaced.
+ * koa-body reads the bytes (decompressing them with co-body) undecoded: with an empty encoding,
+ * raw-body hands back the bytes as one Buffer. They are then decoded as UTF-8 strictly here. A body
+ * with bytes that are not UTF-8 is refused, so no caller's key or value is ever silently replaced.
  */
 export function jsonBody(options: JsonBodyOptions): Middleware<AppState> {
   const read = koaBody({
     json: false,
     text: true,
     textTypes: JSON_TYPES,
-    encoding: 'latin1',
+    // No decoding while reading (raw-body's `encoding` is falsy): a large body is not turned into a
+    // string and back, which held the event loop for about 20 ms per 8 MB.
+    encoding: '',
     textLimit: options.limitBytes,
     urlencoded: false,
     multipart: false,
@@ -93,13 +95,13 @@ export function jsonBody(options: JsonBodyOptions): Middleware<AppState> {
       try {
         bytes = await withMinimumRate(ctx, { minRate, graceMs }, async () => {
           await read(ctx, async () => {});
-          const text: unknown = ctx.request.body;
-          return Buffer.from(typeof text === 'string' ? text : '', 'latin1');
+          const bytes: unknown = ctx.request.body;
+          return Buffer.isBuffer(bytes) ? bytes : Buffer.alloc(0);
         });
       } catch (error) {
         throw bodyError(error, options.limitBytes, coding);
       } finally {
-        // The latin1 text is not the body; nothing may read it.
+        // The undecoded bytes are not the body; nothing may read them.
         delete ctx.request.body;
       }
       ctx.request.body = parseJson(bytes) as NonNullable<typeof ctx.request.body>;
