@@ -1,5 +1,6 @@
 import type { Micros, Mutation, StoreLimits } from '../store/store.ts';
 import { tooMany, tooManyBytes, overLimit } from './limits.ts';
+import { mapInSlices } from './slices.ts';
 import { MAX_TIMESTAMP_MICROS } from './timestamps.ts';
 
 /**
@@ -27,26 +28,46 @@ export interface MutationFields {
  * store's limits; it returns the bytes the mutation writes (key, columns and values).
  */
 export function checkRowMutations(limits: StoreLimits, key: Buffer, mutations: readonly MutationInput[], fields: MutationFields): number {
+  checkRowShape(limits, key, mutations, fields);
+  let bytes = key.length;
+  for (const [index, mutation] of mutations.entries()) bytes += checkMutation(limits, mutation, index, fields);
+  return checkRowBytes(limits, bytes, fields);
+}
+
+/** checkRowMutations for a row of many mutations, a slice at a time (slices.ts). */
+export async function checkRowMutationsInSlices(limits: StoreLimits, key: Buffer, mutations: readonly MutationInput[], fields: MutationFields): Promise<number> {
+  checkRowShape(limits, key, mutations, fields);
+  const sizes = await mapInSlices(mutations, (mutation, index) => checkMutation(limits, mutation, index, fields));
+  return checkRowBytes(limits, sizes.reduce((sum, size) => sum + size, key.length), fields);
+}
+
+function checkRowShape(limits: StoreLimits, key: Buffer, mutations: readonly MutationInput[], fields: MutationFields): void {
   checkKey(limits, key, fields.key);
   if (mutations.length > limits.mutationsPerRow) {
     throw tooMany('mutationsPerRow', fields.mutations, mutations.length, limits.mutationsPerRow, 'mutations');
   }
-  let bytes = key.length;
-  for (const [index, mutation] of mutations.entries()) {
-    if (mutation.type === 'set' || mutation.type === 'deleteColumn') {
-      if (mutation.column.length > limits.columnBytes) {
-        throw tooManyBytes('columnBytes', fields.field(index, 'column'), mutation.column.length, limits.columnBytes);
-      }
-      bytes += mutation.column.length;
+}
+
+/** Refuses one mutation beyond the per-cell limits; returns the bytes of its column and value. */
+function checkMutation(limits: StoreLimits, mutation: MutationInput, index: number, fields: MutationFields): number {
+  let bytes = 0;
+  if (mutation.type === 'set' || mutation.type === 'deleteColumn') {
+    if (mutation.column.length > limits.columnBytes) {
+      throw tooManyBytes('columnBytes', fields.field(index, 'column'), mutation.column.length, limits.columnBytes);
     }
-    if (mutation.type === 'set') {
-      if (mutation.value.length > limits.valueBytes) {
-        throw tooManyBytes('valueBytes', fields.field(index, 'value'), mutation.value.length, limits.valueBytes);
-      }
-      bytes += mutation.value.length;
-      if (mutation.timestampMicros !== undefined) checkTimestamp(limits, mutation.timestampMicros, fields.field(index, 'timestamp'));
-    }
+    bytes += mutation.column.length;
   }
+  if (mutation.type === 'set') {
+    if (mutation.value.length > limits.valueBytes) {
+      throw tooManyBytes('valueBytes', fields.field(index, 'value'), mutation.value.length, limits.valueBytes);
+    }
+    bytes += mutation.value.length;
+    if (mutation.timestampMicros !== undefined) checkTimestamp(limits, mutation.timestampMicros, fields.field(index, 'timestamp'));
+  }
+  return bytes;
+}
+
+function checkRowBytes(limits: StoreLimits, bytes: number, fields: MutationFields): number {
   if (bytes > limits.bytesPerRow) throw tooManyBytes('bytesPerRow', fields.mutations, bytes, limits.bytesPerRow);
   return bytes;
 }
@@ -71,9 +92,16 @@ function checkTimestamp(limits: StoreLimits, micros: Micros, path: string): void
 
 /** The store's mutations: every set without a timestamp gets `timestampMicros`. */
 export function withTimestamps(mutations: readonly MutationInput[], timestampMicros: Micros): Mutation[] {
-  return mutations.map((mutation) =>
-    mutation.type === 'set'
-      ? { type: 'set', family: mutation.family, column: mutation.column, value: mutation.value, timestampMicros: mutation.timestampMicros ?? timestampMicros }
-      : mutation,
-  );
+  return mutations.map((mutation) => stamped(mutation, timestampMicros));
+}
+
+/** withTimestamps for a row of many mutations, a slice at a time (slices.ts). */
+export function withTimestampsInSlices(mutations: readonly MutationInput[], timestampMicros: Micros): Promise<Mutation[]> {
+  return mapInSlices(mutations, (mutation) => stamped(mutation, timestampMicros));
+}
+
+function stamped(mutation: MutationInput, timestampMicros: Micros): Mutation {
+  return mutation.type === 'set'
+    ? { type: 'set', family: mutation.family, column: mutation.column, value: mutation.value, timestampMicros: mutation.timestampMicros ?? timestampMicros }
+    : mutation;
 }

@@ -4,7 +4,7 @@ import { isStoreError } from '../store/errors.ts';
 import { ApiError } from './errors.ts';
 import { prefixRange } from './key-ranges.ts';
 import { DEFAULT_PAGE_SIZE, SERVICE_LIMITS, notSupported, overLimit, tooMany, tooManyBytes } from './limits.ts';
-import { type MutationFields, type MutationInput, checkKey, checkRowMutations, withTimestamps } from './mutations.ts';
+import { type MutationFields, type MutationInput, checkKey, checkRowMutations, checkRowMutationsInSlices, withTimestamps, withTimestampsInSlices } from './mutations.ts';
 import { type ScanQuery, decodePageToken } from './page-tokens.ts';
 import { type RequestOptions, callOptions } from './requests.ts';
 import { type ScanPage, readPage } from './scan-pages.ts';
@@ -12,7 +12,6 @@ import { apiErrorOf } from './store-errors.ts';
 import type { StoreDirectory } from './stores.ts';
 import type { TableTarget } from './tables.ts';
 import { WriteClock } from './timestamps.ts';
-import { isLarge, nextTurn } from './slices.ts';
 
 export type { MutationFields, MutationInput, ScanPage };
 
@@ -100,14 +99,10 @@ export class RowService {
    */
   async mutate(target: TableTarget, key: Buffer, mutations: readonly MutationInput[], fields: MutationFields, request: RequestOptions = {}): Promise<number> {
     const named = this.#stores.instance(target.store, target.instance);
-    // A row of many cells is checked, then stamped, each in a turn of its own.
-    const large = isLarge(mutations.length);
-    if (large) await nextTurn();
-    checkRowMutations(named.store.limits, key, mutations, fields);
-    if (large) await nextTurn();
+    // A row of many cells is checked, then stamped, a slice at a time.
+    await checkRowMutationsInSlices(named.store.limits, key, mutations, fields);
     const timestamp = this.#clock(named).next();
-    const stamped = withTimestamps(mutations, timestamp);
-    if (large) await nextTurn();
+    const stamped = await withTimestampsInSlices(mutations, timestamp);
     await named.store.mutateRow(ref(target), key, stamped, callOptions(this.#timeoutMs, request));
     return mutations.length;
   }
