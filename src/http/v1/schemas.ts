@@ -81,20 +81,46 @@ function columnOf(cell: { columnName?: unknown; encoding?: unknown }): { readonl
   return isUtf8(bytes) ? { text: true, name: bytes.toString('utf8') } : { text: false, name: bytes.toString('base64') };
 }
 
-/** Refuses a second cell for a column, in linear time (Joi's comparator form is quadratic). */
-function distinctColumns(cells: Array<Record<string, unknown>>, helpers: CustomHelpers) {
-  // Per family, the position of each column seen: text names, then names of other bytes.
-  const families = new Map<unknown, [Map<string, number>, Map<string, number>]>();
-  for (const [position, cell] of cells.entries()) {
-    let seen = families.get(cell['columnFamily']);
-    if (seen === undefined) families.set(cell['columnFamily'], (seen = [new Map<string, number>(), new Map<string, number>()]));
-    const column = columnOf(cell);
-    const names = seen[column.text ? 0 : 1];
-    const first = names.get(column.name);
-    if (first !== undefined) {
-      return helpers.error('array.unique', { dupePos: first }, { ...helpers.state, path: [...(helpers.state.path ?? []), position] });
+/** The columns of a row seen so far, per family: text names, then names of other bytes. */
+class ColumnsSeen {
+  readonly #families = new Map<unknown, [Set<string>, Set<string>]>();
+  // Cells of one family tend to come together: its sets are kept at hand.
+  #family: unknown;
+  #sets: [Set<string>, Set<string>] | undefined;
+
+  /** Adds the cell's column; false when it was seen already. */
+  add(cell: Record<string, unknown>): boolean {
+    const family = cell['columnFamily'];
+    if (this.#sets === undefined || family !== this.#family) {
+      this.#sets = this.#families.get(family) ?? [new Set<string>(), new Set<string>()];
+      this.#families.set(family, this.#sets);
+      this.#family = family;
     }
-    names.set(column.name, position);
+    // Text names, the common case, are taken as they are, without building a column for them.
+    const text = cell['encoding'] !== 'base64';
+    const column = text ? undefined : columnOf(cell);
+    const names = this.#sets[column === undefined || column.text ? 0 : 1];
+    const before = names.size;
+    return names.add(column?.name ?? (typeof cell['columnName'] === 'string' ? cell['columnName'] : '')).size !== before;
+  }
+}
+
+/**
+ * Refuses a second cell for a column, in linear time (Joi's comparator form is quadratic). The
+ * first cell of a repeated column is looked for only once one is found.
+ */
+function distinctColumns(cells: Array<Record<string, unknown>>, helpers: CustomHelpers) {
+  const seen = new ColumnsSeen();
+  for (let position = 0; position < cells.length; position++) {
+    const cell = cells[position] as Record<string, unknown>;
+    if (seen.add(cell)) continue;
+    const column = columnOf(cell);
+    const dupePos = cells.findIndex((other) => {
+      if (other['columnFamily'] !== cell['columnFamily']) return false;
+      const seenColumn = columnOf(other);
+      return seenColumn.text === column.text && seenColumn.name === column.name;
+    });
+    return helpers.error('array.unique', { dupePos }, { ...helpers.state, path: [...(helpers.state.path ?? []), position] });
   }
   return cells;
 }
