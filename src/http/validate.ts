@@ -65,6 +65,8 @@ export async function validateParts(parts: readonly RequestPart[], bounds: Valid
       values.push(first.value);
       if (first.error !== undefined) report.addAll(part.schema.validate(part.value, report.everyProblem).error, []);
     } else {
+      // A large part starts in a turn of its own: it was just parsed, in a stretch of its own.
+      await slicer.yield();
       values.push(await collect(part.schema, part.value, [], report, slicer));
     }
   }
