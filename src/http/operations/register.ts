@@ -4,6 +4,7 @@ import type { Middleware } from 'koa';
 import type { AppState } from '../app-state.ts';
 import { clientGone } from '../client-gone.ts';
 import type { BodyBudget } from '../body-budget.ts';
+import { setJsonAnswer } from '../json-answer.ts';
 import { jsonBody } from '../middleware/json-body.ts';
 import { ApiError } from '../../service/errors.ts';
 import { QUERY_LIMITS, parseQuery } from '../query.ts';
@@ -57,7 +58,7 @@ export function registerOperations(router: Router<AppState>, operations: readonl
         throw operation.body || !sentBody(ctx) ? error : withQueryHint(error, operation);
       }
       ctx.status = operation.success.status;
-      if (result !== undefined) ctx.body = result;
+      if (result !== undefined) setJsonAnswer(ctx, result);
     };
     const limited = options.rateLimit === undefined ? [] : [options.rateLimit];
     const chain = [options.authenticate, ...limited, ...options.guards(operation), ...(operation.body ? [body] : []), handler];
