@@ -42,6 +42,8 @@ export class StallMonitor {
       wall = nowWall;
       cpu = nowCpu;
     }, 1);
+    // Watching keeps no process alive.
+    this.#timer.unref();
   }
 
   stop(): Stalls {
