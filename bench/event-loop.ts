@@ -1,9 +1,11 @@
 /**
- * `node bench/event-loop.ts [--rounds N] [--writers N] [--cells N]`: how long the service's event
- * loop is held by very large requests, through HTTP on the embedded store; then the pieces of
- * such a request that run on the main thread in one go, each timed in this process. The built service
- * (`npm run build` first) runs with no configuration; each round sends N insertData requests of
- * 100,000 cells at once, then a readCellData of that row, while a /healthz probe asks every 5 ms.
+ * `node bench/event-loop.ts [--store embedded|bigtable|redis|spanner] [--rounds N] [--writers N] [--cells N]`:
+ * how long the service's event loop is held by very large requests, through HTTP on one store
+ * (the embedded one by default; the others on an emulator or redis-server of the run's own); then
+ * the pieces of such a request that run on the main thread in one go, each timed in this process.
+ * The built service (`npm run build` first) runs with no configuration but the store's; each round
+ * sends N insertData requests of the largest row the store takes (100,000 cells; 10,000 on
+ * Spanner) at once, then a readCellData of that row, while a /healthz probe asks every 5 ms.
  * Prints the slowest /healthz answer (idle and under the load) and the service's own
  * monitorEventLoopDelay maximum (`nodejs_eventloop_lag_max_seconds` on /metrics, reset by
  * each scrape), with the machine's load average: on a shared machine a delay may be the process
@@ -11,7 +13,7 @@
  * between two ticks of a 1 ms timer (bench/loop-watch.ts, loaded into the service), which waiting
  * for a core does not lengthen: the figure to hold to the 50 ms target.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -19,33 +21,84 @@ import { cellBytes, toCellOutput } from '../src/http/v1/cells.ts';
 import { insertDataBody } from '../src/http/v1/schemas.ts';
 import { validate } from '../src/http/validate.ts';
 import { withTimestamps } from '../src/service/mutations.ts';
+import { BIGTABLE_LIMITS } from '../src/store/bigtable/limits.ts';
+import { EMBEDDED_LIMITS } from '../src/store/embedded/limits.ts';
+import { REDIS_LIMITS } from '../src/store/redis/limits.ts';
+import { SPANNER_LIMITS } from '../src/store/spanner/limits.ts';
+import { spawnEmulator } from '../test/support/emulator.ts';
 import { StallMonitor, type Stalls } from '../test/support/loop-stalls.ts';
+import { spawnRedis } from '../test/support/redis-server.ts';
 import { cleanEnv, runService } from '../test/support/service-process.ts';
+import { spawnSpannerEmulator } from '../test/support/spanner-emulator.ts';
 
 const ROOT = new URL('../', import.meta.url).pathname;
+const STORES = ['embedded', 'bigtable', 'redis', 'spanner'] as const;
+type StoreName = (typeof STORES)[number];
 const { values: args } = parseArgs({
   options: {
+    store: { type: 'string', default: 'embedded' },
     rounds: { type: 'string', default: '3' },
     writers: { type: 'string', default: '3' },
-    cells: { type: 'string', default: '100000' },
+    cells: { type: 'string' },
   },
 });
+if (!(STORES as readonly string[]).includes(args.store)) throw new Error(`--store is one of ${STORES.join(', ')}`);
+const store = args.store as StoreName;
+const LIMITS = { embedded: EMBEDDED_LIMITS, bigtable: BIGTABLE_LIMITS, redis: REDIS_LIMITS, spanner: SPANNER_LIMITS };
 const rounds = Number(args.rounds);
 const writers = Number(args.writers);
-const cellCount = Number(args.cells);
+// The largest write the store takes, unless told.
+const cellCount = Number(args.cells ?? Math.min(100_000, LIMITS[store].mutationsPerRow));
+// The embedded store serves `local` with no configuration; the others are given this one.
+const INSTANCE = store === 'embedded' ? 'local' : 'loop-bench';
+const PROJECT = 'bench-project';
 
 const body = JSON.stringify({
   tableName: 'wide',
   rowKeyId: 'wide',
   data: Array.from({ length: cellCount }, (_, i) => ({ columnFamily: 'cf', columnName: `column ${i}`, columnValue: `value ${i}` })),
 });
-const dataDir = mkdtempSync(join(tmpdir(), 'kvcrud-bench-event-loop-'));
-const service = await runService(cleanEnv({ PORT: '0', DATA_DIR: dataDir }), [
+
+/** The store's server, started for this run (none for the embedded store), and the service's settings for it. */
+async function startBackend(directory: string): Promise<{ vars: Record<string, string>; stop: () => void }> {
+  const storesFile = join(directory, 'stores.yaml');
+  switch (store) {
+    case 'embedded':
+      return { vars: { DATA_DIR: directory }, stop: () => {} };
+    case 'bigtable': {
+      const emulator = await spawnEmulator();
+      return {
+        vars: { GOOGLE_CLOUD_PROJECT: PROJECT, INSTANCE_IDS: INSTANCE, BIGTABLE_EMULATOR_HOST: emulator.host },
+        stop: () => emulator.process.kill('SIGTERM'),
+      };
+    }
+    case 'redis': {
+      const redis = await spawnRedis();
+      writeFileSync(storesFile, `stores:\n  redis: { driver: redis, url: "${redis.url}", instances: [${INSTANCE}] }\n`);
+      return { vars: { STORES_FILE: storesFile }, stop: () => redis.process.kill('SIGTERM') };
+    }
+    case 'spanner': {
+      const emulator = await spawnSpannerEmulator();
+      writeFileSync(
+        storesFile,
+        `stores:\n  spanner: { driver: spanner, projectId: ${PROJECT}, instance: bench, emulatorHost: "${emulator.host}", instances: [${INSTANCE}] }\n`,
+      );
+      return { vars: { STORES_FILE: storesFile }, stop: () => emulator.process.kill('SIGTERM') };
+    }
+  }
+}
+
+const directory = mkdtempSync(join(tmpdir(), 'kvcrud-bench-event-loop-'));
+const backend = await startBackend(directory);
+const service = await runService(cleanEnv({ PORT: '0', ...backend.vars }), [
   process.execPath,
   '--import',
   join(ROOT, 'bench/loop-watch.ts'),
   join(ROOT, 'dist/index.js'),
-]);
+]).catch((error: unknown) => {
+  backend.stop();
+  throw error;
+});
 /** What the service's main thread saw since it was last asked (bench/loop-watch.ts). */
 const loopStalls = async (): Promise<Stalls> => {
   const seen = service.output.length;
@@ -63,7 +116,8 @@ try {
     await response.arrayBuffer();
     return response.status;
   };
-  await post('/v1/local/createTable', JSON.stringify({ tableName: 'wide', columnFamily: 'cf' }));
+  const created = await post(`/v1/${INSTANCE}/createTable`, JSON.stringify({ tableName: 'wide', columnFamily: 'cf' }));
+  if (created !== 201) throw new Error(`createTable answered ${created}`);
   const lagMaxMs = async () => {
     const text = await (await fetch(`${url}/metrics`)).text();
     return Number(/^nodejs_eventloop_lag_max_seconds (\S+)/m.exec(text)?.[1]) * 1000;
@@ -91,8 +145,8 @@ try {
   const statuses: string[] = [];
   const started = performance.now();
   for (let round = 0; round < rounds; round++) {
-    statuses.push(...(await Promise.all(Array.from({ length: writers }, () => post('/v1/local/insertData', body)))).map(String));
-    const read = await fetch(`${url}/v1/local/readCellData?tableName=wide&id=wide`);
+    statuses.push(...(await Promise.all(Array.from({ length: writers }, () => post(`/v1/${INSTANCE}/insertData`, body)))).map(String));
+    const read = await fetch(`${url}/v1/${INSTANCE}/readCellData?tableName=wide&id=wide`);
     const answer = await read.arrayBuffer();
     statuses.push(`${read.status} (${(answer.byteLength / 1e6).toFixed(1)} MB)`);
   }
@@ -103,7 +157,7 @@ try {
   const stalls = await loopStalls();
 
   process.stdout.write(
-    `event loop under ${rounds} rounds of ${writers} insertData of ${cellCount.toLocaleString('en-US')} cells ` +
+    `event loop on the ${store} store under ${rounds} rounds of ${writers} insertData of ${cellCount.toLocaleString('en-US')} cells ` +
       `(${(body.length / 1e6).toFixed(1)} MB each) and a readCellData of the row: ${cpus().length} × ${cpus()[0]?.model ?? '?'}, ` +
       `${Math.round(totalmem() / 2 ** 30)} GB, Node ${process.version}, load average ${loadavg()[0]?.toFixed(2)}\n` +
       `  answers: ${statuses.join(', ')} in ${seconds.toFixed(1)} s\n` +
@@ -114,7 +168,8 @@ try {
   );
 } finally {
   await service.stop('SIGTERM');
-  rmSync(dataDir, { recursive: true, force: true });
+  backend.stop();
+  rmSync(directory, { recursive: true, force: true });
 }
 
 /**
