@@ -1,14 +1,20 @@
 /**
- * `node bench/large-pages.ts [--concurrency 8] [--rounds 4] [--rows 80]`: the service's memory while several
- * callers scan the largest page the v2 API returns (16 MiB of keys, columns and values,
- * SERVICE_LIMITS.pageBytes), on the embedded store. The built service (`npm run build` first) runs
- * with no configuration; the table holds `--rows` rows of one 256 KiB cell, and each round sends
- * `--concurrency` scans asking for pages of as many rows at once, each answered with the first
- * page, 63 rows. Prints
- * the service's RSS before the scans and its peak during each round (sampled every 50 ms).
+ * `node bench/large-pages.ts [--concurrency 8] [--rounds 4] [--rows 80] [--batch-get]`: the
+ * service's memory while several callers read the largest answers the v2 API gives (pages of
+ * 16 MiB of keys, columns and values, SERVICE_LIMITS.pageBytes), on the embedded store. The built
+ * service (`npm run build` first) runs with no configuration; the table holds `--rows` rows of one
+ * 256 KiB cell. Each round, `--concurrency` callers at once each scan the whole table, asking for
+ * pages of as many rows and following the tokens (a full page holds 63 rows); with `--batch-get`,
+ * each instead reads the first 63 rows in one batchGet. Prints the service's RSS before the reads,
+ * and for each round its peak (sampled every 50 ms), the time, the answers' statuses and the
+ * pages' sizes. Compare the peak with the 300 MB docs/performance.md asks for under load.
  *
- * Scan pages are built whole before they are sent, so this is the memory a page costs; compare
- * the peak with the 300 MB docs/performance.md asks for under load.
+ * Pages and batchGet answers hold their rows within the answer budget (answer-budget.ts): under
+ * many scans at once, pages end early and there are more of them. On a 2-core AMD EPYC VM (24 GB,
+ * Node 24.21, load average 1.4-3.9), from about 300 MB before the reads, the peaks were
+ * 613-651 MB for the default 8 scans (758-839 MB without the budget), 630-701 MB with
+ * `--concurrency 16` (848-1,031 MB) and 623-716 MB with `--batch-get` (759-808 MB); what makes up
+ * the rest is in docs/performance.md.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
@@ -19,12 +25,54 @@ import { memoryOf } from './proc-stats.ts';
 
 const ROOT = new URL('../', import.meta.url).pathname;
 const { values: args } = parseArgs({
-  options: { concurrency: { type: 'string', default: '8' }, rounds: { type: 'string', default: '4' }, rows: { type: 'string', default: '80' } },
+  options: {
+    concurrency: { type: 'string', default: '8' },
+    rounds: { type: 'string', default: '4' },
+    rows: { type: 'string', default: '80' },
+    'batch-get': { type: 'boolean', default: false },
+  },
 });
 const concurrency = Number(args.concurrency);
 const rounds = Number(args.rounds);
 const ROWS = Number(args.rows);
+const batchGet = args['batch-get'];
 const VALUE = 'x'.repeat(256 * 1024);
+/** As many rows as the largest page holds: 63 of 256 KiB in 16 MiB. */
+const BATCH_KEYS = 63;
+const keyOf = (row: number) => `row-${String(row).padStart(3, '0')}`;
+
+interface Caller {
+  /** The status of each answer. */
+  readonly statuses: number[];
+  /** The rows of each page answered 200. */
+  readonly pages: number[];
+}
+
+/** Scans the whole table a page at a time (pages asked for as many rows as it has), following the tokens. */
+async function scanTable(tables: string): Promise<Caller> {
+  const caller: Caller = { statuses: [], pages: [] };
+  const keys: string[] = [];
+  let token: string | undefined;
+  do {
+    const response = await fetch(`${tables}/pages/rows?pageSize=${ROWS}${token === undefined ? '' : `&pageToken=${token}`}`);
+    const page = (await response.json()) as { rows?: Array<{ key: string }>; nextPageToken?: string };
+    caller.statuses.push(response.status);
+    if (response.status !== 200) throw new Error(`scan: ${response.status} ${JSON.stringify(page)}`);
+    keys.push(...(page.rows ?? []).map((row) => row.key));
+    caller.pages.push(page.rows?.length ?? 0);
+    token = page.nextPageToken;
+  } while (token !== undefined);
+  if (keys.join() !== Array.from({ length: ROWS }, (_, row) => keyOf(row)).join()) throw new Error('the scan did not return every row once, in order');
+  return caller;
+}
+
+/** Reads the first BATCH_KEYS rows in one batchGet. */
+async function getRows(tables: string): Promise<Caller> {
+  const keys = Array.from({ length: BATCH_KEYS }, (_, row) => keyOf(row));
+  const response = await fetch(`${tables}/pages/rows:batchGet`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ keys }) });
+  await response.arrayBuffer();
+  return { statuses: [response.status], pages: [] };
+}
 
 const dataDir = mkdtempSync(join(tmpdir(), 'kvcrud-bench-pages-'));
 const service = await runService(cleanEnv({ PORT: '0', DATA_DIR: dataDir }), [process.execPath, join(ROOT, 'dist/index.js')]);
@@ -38,10 +86,10 @@ try {
   };
   await send(tables, 'POST', { name: 'pages', families: [{ name: 'cf', maxVersions: 1 }] });
   for (let row = 0; row < ROWS; row++) {
-    await send(`${tables}/pages/rows/row-${String(row).padStart(3, '0')}`, 'PUT', { cells: [{ family: 'cf', column: 'v', value: VALUE }] });
+    await send(`${tables}/pages/rows/${keyOf(row)}`, 'PUT', { cells: [{ family: 'cf', column: 'v', value: VALUE }] });
   }
   process.stdout.write(
-    `largest scan pages, ${concurrency} at once, on the embedded store: ${cpus().length} × ${cpus()[0]?.model ?? '?'}, ` +
+    `largest ${batchGet ? 'batchGet answers' : 'scan pages'}, ${concurrency} at once, on the embedded store: ${cpus().length} × ${cpus()[0]?.model ?? '?'}, ` +
       `${Math.round(totalmem() / 2 ** 30)} GB, Node ${process.version}, load average ${loadavg()[0]?.toFixed(2)}\n` +
       `  service RSS before the scans: ${memoryOf(pid).rssMb} MB\n`,
   );
@@ -49,20 +97,18 @@ try {
     let peak = memoryOf(pid).rssMb;
     const sampler = setInterval(() => (peak = Math.max(peak, memoryOf(pid).rssMb)), 50);
     const started = performance.now();
-    const pages = await Promise.all(
-      Array.from({ length: concurrency }, async () => {
-        const response = await fetch(`${tables}/pages/rows?pageSize=${ROWS}`);
-        const page = (await response.json()) as { rows?: unknown[] };
-        if (response.status !== 200) throw new Error(`scan: ${response.status}`);
-        return page.rows?.length ?? 0;
-      }),
-    );
+    const callers = await Promise.all(Array.from({ length: concurrency }, () => (batchGet ? getRows(tables) : scanTable(tables))));
     clearInterval(sampler);
-    const rows = pages[0] ?? 0;
-    process.stdout.write(
-      `  round ${round + 1}: ${concurrency} pages of ${rows} rows (${((rows * VALUE.length) / 2 ** 20).toFixed(0)} MiB of values each) ` +
-        `in ${((performance.now() - started) / 1000).toFixed(1)} s, peak RSS ${peak} MB\n`,
-    );
+    const seconds = ((performance.now() - started) / 1000).toFixed(1);
+    const statuses = new Map<number, number>();
+    for (const status of callers.flatMap((caller) => caller.statuses)) statuses.set(status, (statuses.get(status) ?? 0) + 1);
+    const answered = [...statuses].map(([status, count]) => `${status}×${count}`).join(' ');
+    const pages = callers.flatMap((caller) => caller.pages);
+    const what = batchGet
+      ? `${concurrency} batchGets of ${BATCH_KEYS} rows`
+      : `${concurrency} scans of ${ROWS} rows in ${pages.length} pages of ${Math.min(...pages)}-${Math.max(...pages)} rows ` +
+        `(first pages ${Math.min(...callers.map((caller) => caller.pages[0] ?? 0))}-${Math.max(...callers.map((caller) => caller.pages[0] ?? 0))})`;
+    process.stdout.write(`  round ${round + 1}: ${what} in ${seconds} s, answers ${answered}, peak RSS ${peak} MB\n`);
   }
 } finally {
   await service.stop('SIGTERM');

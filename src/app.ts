@@ -5,6 +5,7 @@ import Koa, { type Middleware } from 'koa';
 import type { Logger } from 'pino';
 import { type Authenticator, NO_AUTHENTICATION } from './auth/authenticator.ts';
 import { type Config, DEFAULT_INFLIGHT_UNAUTHENTICATED, DEFAULT_MIN_BODY_BYTES_PER_SECOND, DEFAULT_V1_MAX_VERSIONS, defaultInflightPerCaller } from './config.ts';
+import { holdAnswers } from './http/answer-holds.ts';
 import { BodyBudget, bodyBudgetBytes } from './http/body-budget.ts';
 import type { AppState } from './http/app-state.ts';
 import { DrainState } from './http/drain-state.ts';
@@ -27,6 +28,7 @@ import type { Operation, Services } from './http/operations/operation.ts';
 import { registerOperations } from './http/operations/register.ts';
 import { v1Guards } from './http/v1/operations.ts';
 import { v2Guards, v2PathParams } from './http/v2/guards.ts';
+import { AnswerBudget, answerBudgetBytes } from './service/answer-budget.ts';
 import { RowService } from './service/rows.ts';
 import { StoreDirectory } from './service/stores.ts';
 import { TableService } from './service/tables.ts';
@@ -58,13 +60,15 @@ export interface AppDeps {
    * `protectDocs` (AUTH_PROTECT_DOCS) puts the explorer and the OpenAPI document behind it too.
    */
   readonly auth?: { readonly authenticator: Authenticator; readonly protectDocs: boolean };
+  /** The bytes of rows that scan pages and batchGet answers hold at once; sized from the heap when not given. */
+  readonly answerBudget?: AnswerBudget;
 }
 
 /**
  * createApp wires the service: HTTP middleware and routes in front of the TableService, in front
  * of the stores it is given. The only place that knows all the layers.
  */
-export function createApp({ config, stores: opened, logger, metrics = createMetrics(), drain = new DrainState(), auth }: AppDeps): Koa<AppState> {
+export function createApp({ config, stores: opened, logger, metrics = createMetrics(), drain = new DrainState(), auth, answerBudget }: AppDeps): Koa<AppState> {
   // Every store call is measured, traced and checked for its deadline here, whichever driver opened it.
   const instrumentation: StoreInstrumentation = { duration: metrics.storeOperationDuration, tracer: trace.getTracer('kvcrud', VERSION) };
   const stores = instrumentStores(opened, instrumentation);
@@ -121,7 +125,12 @@ export function createApp({ config, stores: opened, logger, metrics = createMetr
     rateLimit: limit,
   };
   registerOperations(router, byTag('v1'), { ...registration, guards: v1Guards(services, stores.default.name) });
-  registerOperations(router, byTag('v2'), { ...registration, guards: v2Guards(services, stores.default.name), pathParams: v2PathParams });
+  // Scan pages and batchGet answers hold rows until they are written: a few of the largest at once
+  // would not fit in the pod's memory either.
+  const v2Checks = v2Guards(services, stores.default.name);
+  const answers = holdAnswers(answerBudget ?? new AnswerBudget(answerBudgetBytes()));
+  const v2 = { ...registration, guards: (operation: Operation) => [...v2Checks(operation), ...answers(operation)], pathParams: v2PathParams };
+  registerOperations(router, byTag('v2'), v2);
   // On the API's port the metrics need a credential when callers authenticate (the scrape is not
   // counted against the slots, so it still answers under overload); on METRICS_PORT they need none.
   if (servesMetrics) metricsRoutes(router, metrics.registry, authenticator.modes.length > 0 ? [identify, requireGrant()] : []);

@@ -25,5 +25,5 @@ export interface AppState {
 }
 
 /** The bounds that refuse requests to keep the service available (kvcrud_http_requests_shed_total's `limit`). */
-export const SHED_LIMITS = ['inflight', 'inflight_per_caller', 'credential_checks', 'body_rate', 'body_bytes', 'rate_limit'] as const;
+export const SHED_LIMITS = ['inflight', 'inflight_per_caller', 'credential_checks', 'body_rate', 'body_bytes', 'answer_bytes', 'rate_limit'] as const;
 export type ShedLimit = (typeof SHED_LIMITS)[number];

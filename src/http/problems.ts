@@ -105,7 +105,9 @@ export const PROBLEM_TYPES: Readonly<Record<ErrorCode, { status: number; title: 
   OVERLOADED: {
     status: 503,
     title: 'Overloaded',
-    description: 'The service has as many requests in flight as it takes (MAX_INFLIGHT). Retry after the `Retry-After` delay.',
+    description:
+      'The service has as many requests in flight as it takes (MAX_INFLIGHT), or a large body or a batchGet answer waited 10 s for ' +
+      'the memory to hold it. Retry after the `Retry-After` delay.',
   },
   RATE_LIMITED: {
     status: 429,

@@ -56,7 +56,9 @@ export const LIMIT_DESCRIPTIONS: Readonly<Record<keyof PublishedLimits, string>>
   timestampGranularityMicros: 'Timestamps written are multiples of this many microseconds (1000: milliseconds).',
   tablesPerBatchDelete: 'Most tables in one batch delete (the same for every store).',
   columnsPerRead: 'Most column selectors (`columns`) in one read (the same for every store).',
-  pageBytes: 'Most bytes of keys, columns and values in one scan page: the page ends before the row that would pass it (a page holds at least one row). The same for every store.',
+  pageBytes:
+    'Most bytes of keys, columns and values in one scan page: the page ends before the row that would pass it, or earlier while the service ' +
+    'holds as many rows for answers as its memory allows (a page holds at least one row). The same for every store.',
   pageTokenChars: 'Longest page token, in characters (the same for every store).',
 };
 

@@ -1,13 +1,14 @@
 import type { NamedStore } from '../store/store-set.ts';
 import type { ColumnSelector, ReadSelection, Row, RowMutations, TableRef } from '../store/store.ts';
 import { isStoreError } from '../store/errors.ts';
+import { answersOverloaded } from './answer-budget.ts';
 import { ApiError } from './errors.ts';
 import { prefixRange } from './key-ranges.ts';
 import { DEFAULT_PAGE_SIZE, SERVICE_LIMITS, notSupported, overLimit, tooMany, tooManyBytes } from './limits.ts';
 import { type MutationFields, type MutationInput, checkKey, checkRowMutations, checkRowMutationsInSlices, withTimestamps, withTimestampsInSlices } from './mutations.ts';
 import { type ScanQuery, decodePageToken } from './page-tokens.ts';
 import { type RequestOptions, callOptions } from './requests.ts';
-import { type ScanPage, readPage } from './scan-pages.ts';
+import { type ScanPage, readPage, rowBytes } from './scan-pages.ts';
 import { apiErrorOf } from './store-errors.ts';
 import type { StoreDirectory } from './stores.ts';
 import type { TableTarget } from './tables.ts';
@@ -84,13 +85,20 @@ export class RowService {
     return row ?? null;
   }
 
-  /** One answer per key, in the order of `keys` (which may repeat): the row, or null when it has no selected cell. */
+  /**
+   * One answer per key, in the order of `keys` (which may repeat): the row, or null when it has no
+   * selected cell. The answer cannot end early: once read, it waits for room for all its bytes in
+   * the request's answer budget before it is rendered, or is refused with 503 OVERLOADED.
+   */
   async readMany(target: TableTarget, keys: readonly Buffer[], selection: Selection, request: RequestOptions = {}): Promise<Array<Row | null>> {
     const named = this.#stores.instance(target.store, target.instance);
     const { limits } = named.store;
     if (keys.length > limits.entriesPerBatch) throw tooMany('entriesPerBatch', 'keys', keys.length, limits.entriesPerBatch, 'keys');
     for (const [index, key] of keys.entries()) checkKey(limits, key, `keys[${index}]`);
-    return named.store.readRows(ref(target), keys, this.#selection(named, selection), callOptions(this.#timeoutMs, request));
+    const rows = await named.store.readRows(ref(target), keys, this.#selection(named, selection), callOptions(this.#timeoutMs, request));
+    const bytes = rows.reduce((sum, row, index) => sum + (row === null ? (keys[index]?.length ?? 0) : rowBytes(row)), 0);
+    if (request.answer !== undefined && !(await request.answer.turn(bytes))) throw answersOverloaded();
+    return rows;
   }
 
   /**
@@ -180,7 +188,7 @@ export class RowService {
       await named.store.describeTable(ref(target), options());
       return { rows: [] };
     }
-    return readPage(named.store, ref(target), query, pageSize, position, options);
+    return readPage(named.store, ref(target), query, pageSize, position, options, request.answer);
   }
 
   /** The store's ReadSelection, once the request's fits the store's limits and capabilities. */

@@ -6,6 +6,7 @@ import { type Authenticator, openAuthenticator } from '../../src/auth/authentica
 import type { OidcTiming } from '../../src/auth/oidc.ts';
 import type { AuthConfig } from '../../src/config.ts';
 import { type ServerLimits, createHttpServer } from '../../src/http/http-server.ts';
+import type { AnswerBudget } from '../../src/service/answer-budget.ts';
 import { BigtableStore } from '../../src/store/bigtable/bigtable-store.ts';
 import type { DataStore } from '../../src/store/store.ts';
 import { type StoreSet, createStoreSet } from '../../src/store/store-set.ts';
@@ -38,6 +39,8 @@ export interface TestAppOptions {
   readonly v1MaxVersions?: number;
   /** Shorter server timeouts, for tests of slow clients. */
   readonly serverLimits?: Partial<ServerLimits>;
+  /** The bytes of rows answers may hold at once; the service's own, sized from the heap, when left out. */
+  readonly answerBudget?: AnswerBudget;
   /** Wraps the real store, to inject a fault that cannot be caused for real. */
   readonly wrapStore?: (store: DataStore) => DataStore;
   /**
@@ -116,6 +119,7 @@ export async function startTestApp(options: TestAppOptions): Promise<TestApp> {
     logger,
     metrics,
     ...(authenticator === undefined ? {} : { auth: { authenticator, protectDocs: auth?.config.protectDocs ?? false } }),
+    ...(options.answerBudget === undefined ? {} : { answerBudget: options.answerBudget }),
   });
   const server: Server = await new Promise((resolve) => {
     const listening = createHttpServer(app, options.serverLimits).listen(0, '127.0.0.1', () => resolve(listening));

@@ -78,6 +78,12 @@ export interface OperationSpec<Params, Query, Body> {
     readonly schema?: Joi.ObjectSchema;
     readonly example?: (names: ExampleNames) => unknown;
   };
+  /**
+   * How the answer's rows count against the service's answer budget (answer-budget.ts): a page
+   * (`pages`) ends early when the budget has no room; a `whole` answer waits for its turn first.
+   * Absent: the answer is not counted.
+   */
+  readonly answer?: 'pages' | 'whole';
   /** Error codes particular to this operation; those every operation of its API may answer are added. */
   readonly errors: readonly ErrorCode[];
   /** Runs the operation on valid input; resolves to the response body (undefined for none). */

@@ -3,6 +3,7 @@ import { ApiError, type ErrorCode } from '../../service/errors.ts';
 import type { TableTarget } from '../../service/tables.ts';
 import { isLarge, mapInSlices, nextTurn } from '../../service/slices.ts';
 import { shorten } from '../../service/text.ts';
+import { answerHold } from '../answer-holds.ts';
 import { type Operation, defineOperation } from '../operations/operation.ts';
 import { bodyBytes, columnSelector, inBase64, renderCell, renderKey, renderRow, urlBytes } from './bytes.ts';
 import { cellFields, familySpec, mutationFields, mutationOf, requireDistinctCells, setOf } from './mapping.ts';
@@ -239,9 +240,11 @@ export const V2_OPERATIONS: readonly Operation[] = [
     description:
       'Rows in key byte order (descending with `reverse=true`) from `start` (inclusive) to `end` (exclusive), or with a `prefix`, a page at a time. ' +
       'Send `nextPageToken` as `pageToken` for the next page, with the same other parameters (pageSize may change); any replica of the service ' +
-      'resumes it. A page may hold fewer than pageSize rows and still have a next one. A scan is not a snapshot: a row that exists and is not ' +
+      'resumes it. A page may hold fewer than pageSize rows and still have a next one: it ends before it would pass `pageBytes`, and earlier ' +
+      'while the service holds as many rows for answers as its memory allows (never before its first row). A scan is not a snapshot: a row that exists and is not ' +
       'changed while the scan runs is returned exactly once; a row written or deleted meanwhile may or may not be, and never twice.',
     success: { status: 200, description: 'One page of rows.', schema: schemas.scanResponse },
+    answer: 'pages',
     errors: [...ON_TABLE, 'INVALID_PAGE_TOKEN', 'NOT_SUPPORTED_BY_STORE'],
     handle: async ({ params, query }, { services, signal }) => {
       const base64 = inBase64(query);
@@ -258,7 +261,7 @@ export const V2_OPERATIONS: readonly Operation[] = [
           pageToken: query.pageToken,
           ...selection(query, true),
         },
-        { signal },
+        { signal, answer: answerHold() },
       );
       return {
         rows: page.rows.map((row) => renderRow(row, base64)),
@@ -279,8 +282,11 @@ export const V2_OPERATIONS: readonly Operation[] = [
     bodyExample: () => ({ keys: ['order#1001', 'order#1002', 'order#9999'] }),
     summary: 'Read several rows',
     description:
-      'One answer per key, in request order; a row with none of the selected cells (or none at all) is answered with `found: false`, not an error.',
+      'One answer per key, in request order; a row with none of the selected cells (or none at all) is answered with `found: false`, not an error. ' +
+      'The answer is never cut short: while the service holds as many rows for answers as its memory allows, the request waits for room, ' +
+      'before reading and again before answering, at most 10 s each, then is refused with 503 OVERLOADED.',
     success: { status: 200, description: 'The rows, in request order.', schema: schemas.batchGetResponse },
+    answer: 'whole',
     errors: [...ON_TABLE, 'NOT_SUPPORTED_BY_STORE'],
     handle: async ({ params, query, body }, { services, signal }) => {
       const base64 = inBase64(query);
@@ -289,7 +295,7 @@ export const V2_OPERATIONS: readonly Operation[] = [
         target(params),
         keys,
         { columns: body.columns?.map((column) => columnSelector(column, base64, false)), versions: body.versions ?? 1 },
-        { signal },
+        { signal, answer: answerHold() },
       );
       return {
         rows: keys.map((key, index) => {

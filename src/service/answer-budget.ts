@@ -1,0 +1,166 @@
+import { getHeapStatistics } from 'node:v8';
+import { ApiError } from './errors.ts';
+import { SERVICE_LIMITS } from './limits.ts';
+
+/**
+ * The memory a byte of an answer's keys, columns and values takes until the answer is sent:
+ * the row as read (1), its text in the rendered answer and again in the JSON (2 in the heap; 2.7
+ * in base64), and the bytes handed to the socket (1-1.3).
+ */
+const MEMORY_BYTES_PER_ANSWER_BYTE = 5;
+
+/**
+ * answerBudgetBytes: the bytes of rows that answers may hold at once, so that they take about a
+ * quarter of the heap's size in memory (bodies being handled take up to half, see body-budget.ts),
+ * and never less than one full page.
+ */
+export function answerBudgetBytes(heapLimitBytes = getHeapStatistics().heap_size_limit): number {
+  return Math.max(SERVICE_LIMITS.pageBytes, Math.floor(heapLimitBytes / 4 / MEMORY_BYTES_PER_ANSWER_BYTE));
+}
+
+/** The 503 of an answer whose turn did not come in time. */
+export function answersOverloaded(): ApiError {
+  return new ApiError('OVERLOADED', 'The service holds as many large answers as its memory allows. Retry shortly.');
+}
+
+/**
+ * One request's share of the answer budget: the bytes of the rows its answer holds, taken as they
+ * are read and given back all at once when the answer has been written or the client has gone.
+ */
+export interface AnswerHold {
+  /** Takes `bytes` if the budget has room for them and no answer is waiting for its turn; whether it did. */
+  tryTake(bytes: number): boolean;
+  /** Takes `bytes` whether or not they fit: a page's first row. */
+  take(bytes: number): void;
+  /**
+   * Waits for the answer's turn, in arrival order, and takes `bytes` then: once they fit (or the
+   * budget holds nothing), or with no bytes once there is any room, to read an answer whose size
+   * is not known yet. Resolves to whether the turn came: false after the budget's turnWaitMs, or
+   * once the hold is released.
+   */
+  turn(bytes?: number): Promise<boolean>;
+  /** Gives back every byte taken, once; the hold takes nothing after it. */
+  release(): void;
+}
+
+interface Waiter {
+  readonly hold: AnswerHold;
+  readonly bytes: number;
+  readonly grant: (granted: boolean) => void;
+}
+
+/**
+ * AnswerBudget bounds the bytes of rows the service holds for answers at once (scan pages and
+ * batchGet answers), from when they are read until the answer has been written. Without it, each
+ * page of up to SERVICE_LIMITS.pageBytes is built whole before it is sent, and eight such pages at
+ * once took the process from 300 MB to 800-900 MB.
+ *
+ * A page never waits: it takes each row's bytes as it reads the row and ends early, with a token,
+ * at the first row there is no room for, keeping at least its first row so that every page makes
+ * progress. An answer that cannot end early (batchGet) waits twice: for room before it reads, and
+ * for room for all it read before it is rendered (rendering costs four times what the rows do).
+ * Answers let in from the queue to read go one at a time, each once the one before has counted
+ * what it read, since nobody knows how much an answer holds before reading it. While an answer
+ * waits, pages take only their first row, so that room comes.
+ */
+export class AnswerBudget {
+  readonly limitBytes: number;
+  /** How long an answer may wait for each turn (as long as a large body may). */
+  readonly turnWaitMs: number;
+  #inUse = 0;
+  readonly #waiting: Waiter[] = [];
+  /** The answer last let in from the queue to read, until it has counted what it read. */
+  #reading: AnswerHold | undefined;
+
+  constructor(limitBytes: number, turnWaitMs = 10_000) {
+    this.limitBytes = limitBytes;
+    this.turnWaitMs = turnWaitMs;
+  }
+
+  /** Bytes held by answers now. */
+  get inUse(): number {
+    return this.#inUse;
+  }
+
+  /** A hold for one request's answer, which must be released once the answer is written or the client has gone. */
+  hold(): AnswerHold {
+    let held = 0;
+    let released = false;
+    const take = (bytes: number) => {
+      if (released) return;
+      held += bytes;
+      this.#inUse += bytes;
+    };
+    const hold: AnswerHold = {
+      tryTake: (bytes) => {
+        if (released || !this.#open() || this.#inUse + bytes > this.limitBytes) return false;
+        take(bytes);
+        return true;
+      },
+      take,
+      turn: (bytes = 0) => {
+        if (released) return Promise.resolve(false);
+        // Let in to read, it has had its turn: it knows its size now, and comes before those behind it.
+        const wasReading = this.#reading === hold;
+        if (wasReading) this.#reading = undefined;
+        if ((wasReading || this.#open()) && this.#fits(bytes)) {
+          take(bytes);
+          this.#letIn();
+          return Promise.resolve(true);
+        }
+        return new Promise((resolve) => {
+          const timer = setTimeout(() => this.#leave(waiter), this.turnWaitMs);
+          const waiter: Waiter = {
+            hold,
+            bytes,
+            grant: (granted) => {
+              clearTimeout(timer);
+              if (granted) take(bytes);
+              resolve(granted);
+            },
+          };
+          if (wasReading) this.#waiting.unshift(waiter);
+          else this.#waiting.push(waiter);
+          this.#letIn();
+        });
+      },
+      release: () => {
+        if (released) return;
+        released = true;
+        this.#inUse -= held;
+        held = 0;
+        if (this.#reading === hold) this.#reading = undefined;
+        const waiter = this.#waiting.find((candidate) => candidate.hold === hold);
+        if (waiter === undefined) this.#letIn();
+        else this.#leave(waiter);
+      },
+    };
+    return hold;
+  }
+
+  /** Whether no answer waits for its turn or has been let in to read without having counted what it read. */
+  #open(): boolean {
+    return this.#waiting.length === 0 && this.#reading === undefined;
+  }
+
+  /** Whether `bytes` fit now; no bytes fit while there is any room. A budget holding nothing takes anything. */
+  #fits(bytes: number): boolean {
+    return this.#inUse === 0 || this.#inUse + Math.max(bytes, 1) <= this.limitBytes;
+  }
+
+  /** Removes a waiter that gave up, and lets those behind it go if it was holding them back. */
+  #leave(waiter: Waiter): void {
+    this.#waiting.splice(this.#waiting.indexOf(waiter), 1);
+    waiter.grant(false);
+    this.#letIn();
+  }
+
+  /** Lets waiters in, in order, while the first fits; one let in to read stops the rest until it has counted. */
+  #letIn(): void {
+    while (this.#reading === undefined && this.#waiting.length > 0 && this.#fits((this.#waiting[0] as Waiter).bytes)) {
+      const next = this.#waiting.shift() as Waiter;
+      if (next.bytes === 0) this.#reading = next.hold;
+      next.grant(true);
+    }
+  }
+}

@@ -1,0 +1,153 @@
+import { expect } from 'chai';
+import { AnswerBudget, type AnswerHold, answerBudgetBytes } from '../../src/service/answer-budget.ts';
+import { SERVICE_LIMITS } from '../../src/service/limits.ts';
+
+const MIB = 1024 * 1024;
+const settled = () => new Promise(setImmediate);
+
+/** A budget of 100 bytes whose turns last `waitMs`, with a page holding `held` of them. */
+function withPage(held: number, waitMs = 1000): { budget: AnswerBudget; page: AnswerHold } {
+  const budget = new AnswerBudget(100, waitMs);
+  const page = budget.hold();
+  page.take(held);
+  return { budget, page };
+}
+
+describe('AnswerBudget: the bytes of rows held for answers at once', () => {
+  it('is sized from the heap, and never below one full page', () => {
+    expect(answerBudgetBytes(1024 * MIB)).to.equal(Math.floor((1024 * MIB) / 20));
+    expect(answerBudgetBytes(304 * MIB)).to.equal(SERVICE_LIMITS.pageBytes);
+  });
+
+  it('takes what fits, refuses what does not, and forces what must be held', () => {
+    const budget = new AnswerBudget(100, 1000);
+    const page = budget.hold();
+    expect(page.tryTake(60)).to.equal(true);
+    expect(page.tryTake(50)).to.equal(false);
+    expect(budget.inUse).to.equal(60);
+    page.take(50);
+    expect(budget.inUse).to.equal(110);
+    expect(budget.hold().tryTake(1)).to.equal(false);
+    page.release();
+    expect(budget.inUse).to.equal(0);
+  });
+
+  it('gives back all of a hold once, however often released, and takes nothing after', async () => {
+    const budget = new AnswerBudget(100, 1000);
+    const first = budget.hold();
+    const second = budget.hold();
+    first.take(30);
+    expect(first.tryTake(20)).to.equal(true);
+    expect(await first.turn(10)).to.equal(true);
+    second.take(40);
+    first.release();
+    first.release();
+    expect(budget.inUse).to.equal(40);
+    first.take(10);
+    expect(first.tryTake(10)).to.equal(false);
+    expect(await first.turn(10)).to.equal(false);
+    expect(budget.inUse).to.equal(40);
+    second.release();
+    expect(budget.inUse).to.equal(0);
+  });
+
+  it('gives a turn at once to read while there is any room, and to bytes that fit or that an idle budget takes alone', async () => {
+    const { budget, page } = withPage(99);
+    const answer = budget.hold();
+    expect(await answer.turn()).to.equal(true);
+    expect(budget.inUse).to.equal(99);
+    page.release();
+    expect(await answer.turn(500)).to.equal(true);
+    expect(budget.inUse).to.equal(500);
+    answer.release();
+    expect(budget.inUse).to.equal(0);
+  });
+
+  it('makes an answer wait for room for all it read, while pages take nothing beyond their first row', async () => {
+    const { budget, page } = withPage(60);
+    const answer = budget.hold();
+    let granted = false;
+    const turn = answer.turn(80).then((value) => (granted = value));
+    await settled();
+    expect(granted).to.equal(false);
+    const other = budget.hold();
+    expect(other.tryTake(1)).to.equal(false);
+    page.release();
+    await turn;
+    expect(granted).to.equal(true);
+    expect(budget.inUse).to.equal(80);
+    answer.release();
+    expect(other.tryTake(1)).to.equal(true);
+    other.release();
+  });
+
+  it('lets answers waiting to read in one at a time, in arrival order, each once the one before has counted what it read', async () => {
+    const { budget, page } = withPage(120);
+    const [first, second] = [budget.hold(), budget.hold()];
+    const order: string[] = [];
+    const turns = [first.turn().then(() => order.push('first')), second.turn().then(() => order.push('second'))];
+    page.release();
+    await settled();
+    // The first was let in and has not counted its rows yet: the second waits for it, and pages get nothing.
+    expect(order).to.deep.equal(['first']);
+    expect(budget.hold().tryTake(1)).to.equal(false);
+    expect(await first.turn(30)).to.equal(true);
+    await Promise.all(turns);
+    expect(order).to.deep.equal(['first', 'second']);
+    expect(await second.turn(70)).to.equal(true);
+    expect(budget.inUse).to.equal(100);
+    first.release();
+    second.release();
+    expect(budget.inUse).to.equal(0);
+  });
+
+  it('puts an answer let in to read before those behind it when it waits for room for what it read', async () => {
+    const { budget, page } = withPage(100);
+    const [first, second] = [budget.hold(), budget.hold()];
+    const reading = first.turn();
+    const secondReads = second.turn();
+    page.release();
+    expect(await reading).to.equal(true);
+    const other = budget.hold();
+    other.take(50);
+    const order: string[] = [];
+    const turns = [first.turn(80).then(() => order.push('first rendered')), secondReads.then(() => order.push('second reads'))];
+    other.release();
+    await Promise.all(turns);
+    expect(order).to.deep.equal(['first rendered', 'second reads']);
+    first.release();
+    second.release();
+    expect(budget.inUse).to.equal(0);
+  });
+
+  it('refuses a turn after the wait, and lets those behind an answer that gave up go', async () => {
+    const { budget, page } = withPage(100, 100);
+    const refused = budget.hold().turn();
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const behind = budget.hold();
+    const turn = behind.turn();
+    expect(await refused).to.equal(false);
+    page.release();
+    expect(await turn).to.equal(true);
+    behind.release();
+    expect(budget.inUse).to.equal(0);
+  });
+
+  it('ends the turn of a hold released while it waits (its client left), and lets the next go', async () => {
+    const { budget, page } = withPage(100);
+    const [gone, next] = [budget.hold(), budget.hold()];
+    const goneTurn = gone.turn();
+    const nextTurn = next.turn();
+    gone.release();
+    expect(await goneTurn).to.equal(false);
+    page.release();
+    expect(await nextTurn).to.equal(true);
+    // One let in to read that leaves without counting anything lets the rest go too.
+    const last = budget.hold();
+    const lastTurn = last.turn();
+    next.release();
+    expect(await lastTurn).to.equal(true);
+    last.release();
+    expect(budget.inUse).to.equal(0);
+  });
+});

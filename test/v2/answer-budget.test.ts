@@ -1,0 +1,209 @@
+import { expect } from 'chai';
+import { AnswerBudget, type AnswerHold } from '../../src/service/answer-budget.ts';
+import { StoreError } from '../../src/store/errors.ts';
+import type { DataStore } from '../../src/store/store.ts';
+import { embeddedHarness } from '../support/stores.ts';
+import { type TestApp, startTestApp } from '../support/test-app.ts';
+import { createTable, problemOf, v2Paths, writeRows } from '../support/v2.ts';
+
+const KEYS = Array.from({ length: 12 }, (_, index) => `row-${String(index).padStart(2, '0')}`);
+const VALUE = 'v'.repeat(64 * 1024);
+/** What the budget counts for each row: its key, its one column `c` and its value. */
+const ROW_BYTES = 'row-00'.length + 1 + VALUE.length;
+
+const turn = () => new Promise(setImmediate);
+
+/** The service's budget, recording the bytes of each turn taken for an answer's rows. */
+class RecordingBudget extends AnswerBudget {
+  readonly turns: number[] = [];
+
+  override hold(): AnswerHold {
+    const hold = super.hold();
+    return {
+      ...hold,
+      turn: async (bytes) => {
+        const granted = await hold.turn(bytes);
+        if (granted && bytes !== undefined) this.turns.push(bytes);
+        return granted;
+      },
+    };
+  }
+}
+
+/** Resolves once `check` holds, polling; fails after `timeoutMs`. */
+async function until(check: () => boolean, what: string, timeoutMs = 5000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}
+
+describe('v2 answers within the answer budget', () => {
+  // Three rows at once; a batchGet waits at most 300 ms for its turn.
+  const budget = new RecordingBudget(3 * ROW_BYTES, 300);
+  let app: TestApp;
+  /** Called before the store yields each row of a scan (its index in that scan), when set. */
+  let beforeRow: ((index: number) => Promise<void>) | undefined;
+  /** Calls of the store's readRows (batchGet) so far. */
+  let rowReads = 0;
+
+  before(async function () {
+    const hooked = (real: DataStore): DataStore =>
+      new Proxy(real, {
+        get(target, property, receiver) {
+          if (property === 'scanRows') {
+            return async function* (...args: Parameters<DataStore['scanRows']>) {
+              let index = 0;
+              for await (const row of target.scanRows(...args)) {
+                await beforeRow?.(index++);
+                yield row;
+              }
+            };
+          }
+          if (property === 'readRows') rowReads += 1;
+          const value: unknown = Reflect.get(target, property, receiver);
+          return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+        },
+      });
+    app = await startTestApp({ harness: embeddedHarness(this), instances: ['local'], wrapStore: hooked, answerBudget: budget });
+    await createTable(app, 'wide');
+    await writeRows(app, 'wide', KEYS, () => VALUE);
+  });
+  afterEach(() => {
+    beforeRow = undefined;
+  });
+  after(() => app?.close());
+
+  const scan = (token?: string) => app.api.get(`${v2Paths(app).rows('wide')}?pageSize=100${token === undefined ? '' : `&pageToken=${token}`}`);
+  const keysOf = (response: { body: { rows: Array<{ key: string }> } }) => response.body.rows.map((row) => row.key);
+
+  /** Follows a scan's tokens from `first` to its end: its keys, and the sizes of its pages. */
+  async function follow(first: Awaited<ReturnType<typeof scan>>): Promise<{ keys: string[]; pages: number[] }> {
+    const keys: string[] = [];
+    const pages: number[] = [];
+    let response = first;
+    for (;;) {
+      expect(response.status, JSON.stringify(response.body)).to.equal(200);
+      keys.push(...keysOf(response));
+      pages.push(response.body.rows.length);
+      const token = response.body.nextPageToken as string | undefined;
+      if (token === undefined) return { keys, pages };
+      response = await scan(token);
+    }
+  }
+
+  it('ends the pages of two scans at once early, with tokens, and following them returns every row once', async () => {
+    // Both scans read at once: neither yields a row before the other has started, then they take turns row by row.
+    let started = 0;
+    let bothStarted: () => void = () => {};
+    const together = new Promise<void>((resolve) => (bothStarted = resolve));
+    beforeRow = async (index) => {
+      if (index === 0 && ++started === 2) bothStarted();
+      await together;
+      await turn();
+    };
+    const [first, second] = await Promise.all([scan(), scan()]);
+    const pages = [first.body.rows.length, second.body.rows.length];
+    expect(first.body.nextPageToken).to.be.a('string');
+    expect(second.body.nextPageToken).to.be.a('string');
+    // Three rows fit at once, and each page holds at least its first row, whatever the other holds.
+    expect(Math.min(...pages)).to.be.at.least(1);
+    expect(pages[0] + pages[1]).to.be.at.most(4);
+
+    const [one, two] = await Promise.all([follow(first), follow(second)]);
+    expect(one.keys).to.deep.equal(KEYS);
+    expect(two.keys).to.deep.equal(KEYS);
+    await until(() => budget.inUse === 0, 'the budget is back to zero');
+  });
+
+  it('still gives each page one row when the budget is spent, so that a scan always ends', async () => {
+    const hog = budget.hold();
+    hog.take(budget.limitBytes);
+    try {
+      const { keys, pages } = await follow(await scan());
+      expect(keys).to.deep.equal(KEYS);
+      expect(pages).to.deep.equal(KEYS.map(() => 1));
+    } finally {
+      hog.release();
+    }
+    await until(() => budget.inUse === 0, 'the budget is back to zero');
+  });
+
+  it('gives back what a page took when the request fails', async () => {
+    let held = 0;
+    beforeRow = (index) => {
+      if (index < 2) return Promise.resolve();
+      held = budget.inUse;
+      return Promise.reject(new StoreError('UNAVAILABLE', 'injected: the store went away mid-scan'));
+    };
+    expect(problemOf(await scan())).to.deep.equal({ status: 503, code: 'BACKEND_UNAVAILABLE' });
+    expect(held).to.equal(2 * ROW_BYTES);
+    await until(() => budget.inUse === 0, 'the budget is back to zero');
+  });
+
+  it('gives back what a page took when its client leaves, and takes nothing for it after', async () => {
+    let resume: () => void = () => {};
+    const resumed = new Promise<void>((resolve) => (resume = resolve));
+    let after = -1;
+    beforeRow = async (index) => {
+      if (index !== 2) return;
+      await resumed;
+      after = budget.inUse;
+    };
+    const client = new AbortController();
+    const request = fetch(new URL(`${v2Paths(app).rows('wide')}?pageSize=100`, app.baseUrl), { signal: client.signal });
+    await until(() => budget.inUse === 2 * ROW_BYTES, 'the page holds two rows');
+    client.abort();
+    await request.catch(() => {});
+    await until(() => budget.inUse === 0, 'the budget is back to zero');
+    resume();
+    await until(() => after !== -1, 'the scan went on reading');
+    await turn();
+    expect(after).to.equal(0);
+    expect(budget.inUse).to.equal(0);
+  });
+
+  const batchGet = (count: number) => app.api.post(`${v2Paths(app).rows('wide')}:batchGet`, { keys: KEYS.slice(0, count) });
+
+  it('lets a batchGet wait for room to read, and for room for all it read, then answers it whole', async () => {
+    budget.turns.length = 0;
+    // The budget spent: it waits to read. Room for one row: it reads, then waits for room for five.
+    for (const spent of [budget.limitBytes, budget.limitBytes - ROW_BYTES]) {
+      const hog = budget.hold();
+      hog.take(spent);
+      let answered = false;
+      const reads = rowReads;
+      const answer = batchGet(5).finally(() => (answered = true));
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      expect(answered, `with ${spent} bytes held`).to.equal(false);
+      // Nothing is read while the budget has no room at all.
+      expect(rowReads - reads, `reads with ${spent} bytes held`).to.equal(spent === budget.limitBytes ? 0 : 1);
+      hog.release();
+      const { status, body } = await answer;
+      expect(status).to.equal(200);
+      expect(body.rows.map((row: { found: boolean }) => row.found)).to.deep.equal([true, true, true, true, true]);
+      await until(() => budget.inUse === 0, 'the budget is back to zero');
+    }
+    // More than the budget holds, taken whole once it held nothing else.
+    expect(budget.turns).to.deep.equal([5 * ROW_BYTES, 5 * ROW_BYTES]);
+  });
+
+  it('refuses a batchGet with 503 OVERLOADED when a turn does not come in time, counting it as shed', async () => {
+    for (const spent of [budget.limitBytes, budget.limitBytes - ROW_BYTES]) {
+      const hog = budget.hold();
+      hog.take(spent);
+      try {
+        const response = await batchGet(2);
+        expect(problemOf(response), `with ${spent} bytes held`).to.deep.equal({ status: 503, code: 'OVERLOADED' });
+        expect(response.headers.get('retry-after')).to.equal('1');
+        expect(response.headers.get('content-type')).to.match(/^application\/problem\+json/);
+      } finally {
+        hog.release();
+      }
+      await until(() => budget.inUse === 0, 'the budget is back to zero');
+    }
+    const metrics = await (await fetch(new URL('/metrics', app.baseUrl))).text();
+    expect(metrics).to.match(/^kvcrud_http_requests_shed_total\{limit="answer_bytes"\} 2$/m);
+  });
+});
