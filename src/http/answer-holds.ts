@@ -1,18 +1,8 @@
-import { AsyncLocalStorage } from 'node:async_hooks';
 import type { Middleware } from 'koa';
-import { type AnswerBudget, type AnswerHold, answersOverloaded } from '../service/answer-budget.ts';
+import { type AnswerBudget, answersOverloaded } from '../service/answer-budget.ts';
 import { ApiError } from '../service/errors.ts';
 import type { AppState } from './app-state.ts';
 import type { Operation } from './operations/operation.ts';
-
-// The operations' handlers get their request context from the registration, which knows nothing
-// of holds: the hold reaches them through the async context of the request instead.
-const current = new AsyncLocalStorage<AnswerHold>();
-
-/** The hold of the request being handled, when its operation's answer holds rows (see holdAnswers). */
-export function answerHold(): AnswerHold | undefined {
-  return current.getStore();
-}
 
 /**
  * holdAnswers gives each request of an operation whose answer holds rows (`operation.answer`) its
@@ -32,7 +22,9 @@ export function holdAnswers(budget: AnswerBudget): (operation: Operation) => Arr
       else ctx.res.once('close', () => answer.release());
       try {
         if (waits && !(await answer.turn())) throw answersOverloaded();
-        await current.run(answer, next);
+        // The operation gets it in its request context (register.ts).
+        ctx.state.answer = answer;
+        await next();
       } catch (error) {
         // Another bound may have refused it first; and a caller that left was not refused.
         const refused = error instanceof ApiError && error.code === 'OVERLOADED' && ctx.state.shedBy === undefined;

@@ -1,4 +1,5 @@
 import type { Caller } from '../auth/access.ts';
+import type { AnswerHold } from '../service/answer-budget.ts';
 import type { ErrorCode } from '../service/errors.ts';
 
 /** What middleware leaves on ctx.state for the handlers after it. */
@@ -20,6 +21,8 @@ export interface AppState {
    * default store, once the instance is). Logged with the request.
    */
   store?: string;
+  /** The request's share of the answer budget, for operations whose answers hold rows (answer-holds.ts). */
+  answer?: AnswerHold;
   /** Set by problemResponder when the request failed: the code answered and what was thrown. */
   problem?: { readonly code: ErrorCode; readonly cause: unknown };
 }

@@ -1,5 +1,6 @@
 import Joi from 'joi';
 import type { Caller, Role } from '../../auth/access.ts';
+import type { AnswerHold } from '../../service/answer-budget.ts';
 import type { ErrorCode } from '../../service/errors.ts';
 import type { RowService } from '../../service/rows.ts';
 import type { StoreDirectory } from '../../service/stores.ts';
@@ -36,6 +37,8 @@ export interface RequestContext {
   readonly signal: AbortSignal;
   /** The authenticated caller (every caller is an admin with authentication off). */
   readonly caller: Caller | undefined;
+  /** The request's share of the answer budget, when its operation's answer holds rows (`answer`). */
+  readonly answer?: AnswerHold | undefined;
 }
 
 /** The names the document's examples use, so that the explorer's pre-filled requests reach what the service serves. */

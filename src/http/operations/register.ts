@@ -53,7 +53,7 @@ export function registerOperations(router: Router<AppState>, operations: readonl
           query: operation.query === undefined ? {} : parseQuery(ctx.querystring, QUERY_LIMITS, lists),
           body: ctx.request.body,
         };
-        result = await operation.run(raw, { services: options.services, signal: clientGone(ctx), caller: ctx.state.caller });
+        result = await operation.run(raw, { services: options.services, signal: clientGone(ctx), caller: ctx.state.caller, answer: ctx.state.answer });
       } catch (error) {
         throw operation.body || !sentBody(ctx) ? error : withQueryHint(error, operation);
       }

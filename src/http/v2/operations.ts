@@ -3,7 +3,6 @@ import { ApiError, type ErrorCode } from '../../service/errors.ts';
 import type { TableTarget } from '../../service/tables.ts';
 import { isLarge, mapInSlices, nextTurn } from '../../service/slices.ts';
 import { shorten } from '../../service/text.ts';
-import { answerHold } from '../answer-holds.ts';
 import { type Operation, defineOperation } from '../operations/operation.ts';
 import { bodyBytes, columnSelector, inBase64, renderCell, renderKey, renderRow, urlBytes } from './bytes.ts';
 import { cellFields, familySpec, mutationFields, mutationOf, requireDistinctCells, setOf } from './mapping.ts';
@@ -246,7 +245,7 @@ export const V2_OPERATIONS: readonly Operation[] = [
     success: { status: 200, description: 'One page of rows.', schema: schemas.scanResponse },
     answer: 'pages',
     errors: [...ON_TABLE, 'INVALID_PAGE_TOKEN', 'NOT_SUPPORTED_BY_STORE'],
-    handle: async ({ params, query }, { services, signal }) => {
+    handle: async ({ params, query }, { services, signal, answer }) => {
       const base64 = inBase64(query);
       const bound = (text: string | undefined) => (text === undefined ? undefined : urlBytes(text, base64));
       const page = await services.rows.scan(
@@ -261,7 +260,7 @@ export const V2_OPERATIONS: readonly Operation[] = [
           pageToken: query.pageToken,
           ...selection(query, true),
         },
-        { signal, answer: answerHold() },
+        { signal, answer },
       );
       return {
         rows: page.rows.map((row) => renderRow(row, base64)),
@@ -288,14 +287,14 @@ export const V2_OPERATIONS: readonly Operation[] = [
     success: { status: 200, description: 'The rows, in request order.', schema: schemas.batchGetResponse },
     answer: 'whole',
     errors: [...ON_TABLE, 'NOT_SUPPORTED_BY_STORE'],
-    handle: async ({ params, query, body }, { services, signal }) => {
+    handle: async ({ params, query, body }, { services, signal, answer }) => {
       const base64 = inBase64(query);
       const keys = body.keys.map((key) => bodyBytes(key, base64));
       const rows = await services.rows.readMany(
         target(params),
         keys,
         { columns: body.columns?.map((column) => columnSelector(column, base64, false)), versions: body.versions ?? 1 },
-        { signal, answer: answerHold() },
+        { signal, answer },
       );
       return {
         rows: keys.map((key, index) => {
