@@ -1,6 +1,6 @@
 import { createServer, type IncomingMessage } from 'node:http';
 import { type AddressInfo, createServer as createNetServer } from 'node:net';
-import { existsSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir, totalmem } from 'node:os';
 import { dirname, join } from 'node:path';
 import { expect } from 'chai';
@@ -222,14 +222,16 @@ describe('the service process', () => {
       }
     });
 
-    it('sizes its heap itself, unless NODE_OPTIONS does, and says which in the start-up line', async function () {
+    it('sizes its heap and sets the allocator itself, unless NODE_OPTIONS or the environment does, and says which in the start-up line', async function () {
       this.timeout(60_000);
       const dataDir = mkdtempSync(join(tmpdir(), 'kvcrud-heap-'));
       const startLine = async (vars: Record<string, string>) => {
         const service = await runService(cleanEnv({ PORT: '0', DATA_DIR: dataDir, ...vars }));
         try {
           const line = service.output.find((candidate) => candidate.includes('listening')) ?? '';
-          return { heap: (JSON.parse(line) as { heap: Record<string, unknown> }).heap, pid: service.process.pid };
+          // The environment the process replaced itself with.
+          const environment = readFileSync(`/proc/${service.process.pid}/environ`, 'utf8').split('\0');
+          return { heap: (JSON.parse(line) as { heap: Record<string, unknown> }).heap, pid: service.process.pid, environment };
         } finally {
           await service.stop();
         }
@@ -241,9 +243,12 @@ describe('the service process', () => {
         expect(chosen.heap).to.include({ heapChosenBy: `kvcrud, for ${expected.budgetMiB} MiB (${expected.source})`, maxOldSpaceMiB: expected.maxOldSpaceMiB });
         // The limit V8 reports is the old generation's plus the young generation's.
         expect(chosen.heap['heapLimitMiB']).to.be.within(expected.maxOldSpaceMiB, expected.maxOldSpaceMiB + 4 * expected.maxSemiSpaceMiB);
+        expect(chosen.environment).to.include('MALLOC_MMAP_THRESHOLD_=131072');
         const own = await startLine({ NODE_OPTIONS: '--max-old-space-size=700' });
         expect(own.heap).to.include({ heapChosenBy: 'NODE_OPTIONS or node flags' });
         expect(own.heap['heapLimitMiB']).to.be.within(700, 1000);
+        const threshold = await startLine({ MALLOC_MMAP_THRESHOLD_: '1048576' });
+        expect(threshold.environment).to.include('MALLOC_MMAP_THRESHOLD_=1048576');
       } finally {
         rmSync(dataDir, { recursive: true, force: true });
       }

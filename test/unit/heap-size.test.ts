@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { heapChoice, heapFlags, heapSizeChosenBy } from '../../src/heap-size.ts';
+import { allocatorEnvironment, heapChoice, heapFlags, heapSizeChosenBy } from '../../src/heap-size.ts';
 
 const MIB = 1024 * 1024;
 const GIB = 1024 * MIB;
@@ -25,5 +25,10 @@ describe('heap sizing', () => {
     expect(heapSizeChosenBy([], '--max-old-space-size=1024')).to.equal(true);
     expect(heapSizeChosenBy(['--max-semi-space-size=4'], undefined)).to.equal(true);
     expect(heapSizeChosenBy(['--enable-source-maps'], '--trace-warnings')).to.equal(false);
+  });
+
+  it("fixes glibc's mmap threshold at 128 KiB, unless the environment sets it", () => {
+    expect(allocatorEnvironment({})).to.deep.equal({ MALLOC_MMAP_THRESHOLD_: '131072' });
+    expect(allocatorEnvironment({ MALLOC_MMAP_THRESHOLD_: '1048576' })).to.deep.equal({});
   });
 });
