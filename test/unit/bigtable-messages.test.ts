@@ -1,7 +1,7 @@
 import { Bigtable, v2 } from '@google-cloud/bigtable';
 import { expect } from 'chai';
 import type { BigtableStub } from '../../src/store/bigtable/calls.ts';
-import { encodeMutateRow } from '../../src/store/bigtable/mutate-row-request.ts';
+import { MutateRowsEncoding, encodeMutateRow } from '../../src/store/bigtable/mutation-requests.ts';
 import { toProtoMutation } from '../../src/store/bigtable/mutations.ts';
 import { ReadRowsDecoder, fieldPieces } from '../../src/store/bigtable/read-rows-messages.ts';
 import { Turns } from '../../src/store/bigtable/turns.ts';
@@ -26,20 +26,44 @@ describe('Bigtable messages in slices', () => {
   // What the server side of ReadRows sends.
   const serializeResponse = (response: object) => (stub.readRows as unknown as { responseSerialize: (response: object) => Buffer }).responseSerialize(response);
 
+  const kinds: Mutation[] = [
+    { type: 'set', family: 'f', column: Buffer.from([0, 0xff]), value: Buffer.from('v'), timestampMicros: 9_007_199_254_740_993_000n },
+    { type: 'deleteColumn', family: 'g', column: Buffer.from('c') },
+    { type: 'deleteFamily', family: 'h' },
+    { type: 'deleteRow' },
+  ];
+  // More than one piece of mutations; a value large enough for a multi-byte length.
+  const mutations = Array.from({ length: 1203 }, (_, i) => kinds[i % kinds.length] as Mutation);
+  mutations[7] = { type: 'set', family: 'f', column: Buffer.from('big'), value: Buffer.alloc(300_000, 1), timestampMicros: 1000n };
+  const tableName = 'projects/p/instances/i/tables/t';
+
   describe('encodeMutateRow', () => {
     it('encodes a request of many mutations, in pieces, exactly as the client encodes it whole', async () => {
-      const kinds: Mutation[] = [
-        { type: 'set', family: 'f', column: Buffer.from([0, 0xff]), value: Buffer.from('v'), timestampMicros: 9_007_199_254_740_993_000n },
-        { type: 'deleteColumn', family: 'g', column: Buffer.from('c') },
-        { type: 'deleteFamily', family: 'h' },
-        { type: 'deleteRow' },
-      ];
-      const mutations = Array.from({ length: 1203 }, (_, i) => kinds[i % kinds.length] as Mutation);
       const key = Buffer.from('row');
       const { requestSerialize } = stub.mutateRow;
-      const whole = requestSerialize({ tableName: 'projects/p/instances/i/tables/t', rowKey: key, mutations: mutations.map(toProtoMutation) });
-      const pieces = await encodeMutateRow(requestSerialize, 'projects/p/instances/i/tables/t', key, mutations);
+      const whole = requestSerialize({ tableName, rowKey: key, mutations: mutations.map(toProtoMutation) });
+      const pieces = await encodeMutateRow(requestSerialize, tableName, key, mutations);
       expect(pieces.equals(whole)).to.equal(true);
+    });
+  });
+
+  describe('MutateRowsEncoding', () => {
+    it('encodes any subset of the entries, a wide one among them, exactly as the client encodes it whole', async () => {
+      const entries = [
+        { key: Buffer.from('narrow'), mutations: mutations.slice(0, 3) },
+        { key: Buffer.from('wide'), mutations },
+        { key: Buffer.from('skipped'), mutations: [] },
+        { key: Buffer.from('last'), mutations: mutations.slice(5, 6) },
+      ];
+      const { requestSerialize } = stub.mutateRows;
+      const encoding = await MutateRowsEncoding.of(requestSerialize, tableName, entries, [0, 1, 3]);
+      for (const indexes of [[0, 1, 3], [3, 1], [1]]) {
+        const whole = requestSerialize({
+          tableName,
+          entries: indexes.map((index) => ({ rowKey: entries[index]?.key, mutations: entries[index]?.mutations.map(toProtoMutation) })),
+        });
+        expect(encoding.request(indexes).equals(whole), `entries ${indexes.join(', ')}`).to.equal(true);
+      }
     });
   });
 

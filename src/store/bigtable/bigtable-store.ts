@@ -22,9 +22,9 @@ import { gcRuleFor, policyOf } from './gc-rules.ts';
 import { grpcCode, isDeadline, isTransient, toStoreError } from './grpc-errors.ts';
 import { BIGTABLE_CAPABILITIES, BIGTABLE_LIMITS } from './limits.ts';
 import { type SendEntries, applyEntries } from './mutate-rows.ts';
-import { firstMissingFamily, toProtoMutation } from './mutations.ts';
+import { MutateRowsEncoding, encodeMutateRow } from './mutation-requests.ts';
+import { firstMissingFamily } from './mutations.ts';
 import { readFilter } from './read-filter.ts';
-import { encodeMutateRow } from './mutate-row-request.ts';
 import { ReadRowsDecoder, isLarge } from './read-rows-messages.ts';
 import { type MergedRow, sortCells, sortCellsInSlices } from './row-chunks.ts';
 import { isEmpty, rangeAfter, rowRange } from './row-ranges.ts';
@@ -189,10 +189,10 @@ export class BigtableStore implements DataStore {
     if (toSend.length === 0) return results;
 
     const stub = await this.#stub();
-    const send: SendEntries = (indexes) => {
-      const request = { tableName, entries: indexes.map((index) => protoEntry(entries[index] as RowMutations)) };
-      return streamOf(() => stub.mutateRows(request, routingHeader(tableName), grpcOptions(options)), options);
-    };
+    const { path, requestSerialize, responseDeserialize } = stub.mutateRows;
+    const encoding = await MutateRowsEncoding.of(requestSerialize, tableName, entries, toSend);
+    const send: SendEntries = (indexes) =>
+      streamOf(() => stub.makeServerStreamRequest(path, asIs, responseDeserialize, encoding.request(indexes), routingHeader(tableName), grpcOptions(options)), options);
     const subject = { resource: 'table', name: ref.table } as const;
     const failed: Array<[number, Error]> = [];
     let answered = false;
@@ -477,10 +477,6 @@ function protocolError(error: unknown): StoreError {
 /** A row's cells in contract order: for a large row, a slice at a time. */
 function orderCells(cells: Cell[], turns: Turns): Promise<Cell[]> | Cell[] {
   return cells.length > CELLS_SORTED_IN_ONE_GO ? sortCellsInSlices(cells, turns) : sortCells(cells);
-}
-
-function protoEntry(entry: RowMutations) {
-  return { rowKey: entry.key, mutations: entry.mutations.map(toProtoMutation) };
 }
 
 /** Splits `indexes` into calls so that no call holds two entries for one row (see mutateRows). */

@@ -28,13 +28,13 @@ export interface MethodCodec<Request, Response> {
 
 /**
  * The part of the generated client's gRPC stub (a grpc-js Client) that the store calls directly.
- * MutateRow and ReadRows go through the Client's generic calls with messages the store encodes
- * and decodes itself, a slice at a time (mutate-row-request.ts, read-rows-messages.ts).
+ * Calls go through the Client's generic methods with requests the store encodes, and ReadRows
+ * answers it decodes, itself: a slice at a time (mutation-requests.ts, read-rows-messages.ts).
  */
 export interface BigtableStub {
   readonly readRows: MethodCodec<object, ReadRowsResponse>;
   readonly mutateRow: MethodCodec<object, object>;
-  mutateRows(request: object, metadata: Metadata, options: GrpcCallOptions): ServerStream<MutateRowsResponse>;
+  readonly mutateRows: MethodCodec<object, MutateRowsResponse>;
   makeUnaryRequest<Request, Response>(
     path: string,
     serialize: (request: Request) => Buffer,

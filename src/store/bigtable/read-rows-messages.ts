@@ -1,6 +1,7 @@
 import type { protos } from '@google-cloud/bigtable';
 import { type MergedRow, RowMerger } from './row-chunks.ts';
 import type { Turns } from './turns.ts';
+import { readVarint } from './wire.ts';
 
 type ReadRowsResponse = protos.google.bigtable.v2.IReadRowsResponse;
 
@@ -68,16 +69,16 @@ export function* fieldPieces(message: Buffer, size: number): Generator<Buffer> {
   let start = 0;
   let offset = 0;
   while (offset < message.length) {
-    const [tag, afterTag] = varint(message, offset);
+    const [tag, afterTag] = readVarint(message, offset, 'ReadRows message');
     switch (tag & 7) {
       case 0:
-        offset = varint(message, afterTag)[1];
+        offset = readVarint(message, afterTag, 'ReadRows message')[1];
         break;
       case 1:
         offset = afterTag + 8;
         break;
       case 2: {
-        const [length, afterLength] = varint(message, afterTag);
+        const [length, afterLength] = readVarint(message, afterTag, 'ReadRows message');
         offset = afterLength + length;
         break;
       }
@@ -94,17 +95,4 @@ export function* fieldPieces(message: Buffer, size: number): Generator<Buffer> {
     }
   }
   if (start < offset) yield message.subarray(start, offset);
-}
-
-/** The varint at `offset` and the offset after it. */
-function varint(bytes: Buffer, offset: number): [number, number] {
-  let value = 0;
-  let scale = 1;
-  for (let index = offset; index < bytes.length && index < offset + 10; index++) {
-    const byte = bytes[index] as number;
-    value += (byte & 0x7f) * scale;
-    if (byte < 0x80) return [value, index + 1];
-    scale *= 128;
-  }
-  throw new Error('ReadRows sent a malformed varint');
 }
