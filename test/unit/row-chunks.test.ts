@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import type { protos } from '@google-cloud/bigtable';
-import { type MergedRow, RowMerger, sortCells } from '../../src/store/bigtable/row-chunks.ts';
+import { type MergedRow, RowMerger, sortCells, sortCellsInSlices } from '../../src/store/bigtable/row-chunks.ts';
+import { Turns } from '../../src/store/bigtable/turns.ts';
 
 type CellChunk = protos.google.bigtable.v2.ReadRowsResponse.ICellChunk;
 
@@ -103,5 +104,26 @@ describe('sortCells', () => {
     const cell = (family: string, column: number[], timestampMicros: bigint) => ({ family, column: Buffer.from(column), value: Buffer.alloc(0), timestampMicros });
     const sorted = sortCells([cell('g', [1], 1n), cell('f', [0xff], 1n), cell('f', [0x01], 1n), cell('f', [0x01], 3n)]);
     expect(sorted.map((c) => `${c.family}:${c.column.toString('hex')}@${c.timestampMicros}`)).to.deep.equal(['f:01@3', 'f:01@1', 'f:ff@1', 'g:01@1']);
+  });
+});
+
+describe('sortCellsInSlices', () => {
+  const cell = (family: string, column: string, timestampMicros: bigint) => ({ family, column: Buffer.from(column), value: Buffer.alloc(0), timestampMicros });
+  const label = (c: { family: string; column: Buffer; timestampMicros: bigint }) => `${c.family}:${c.column.toString()}@${c.timestampMicros}`;
+  // Wide enough that the check pauses between slices.
+  const columns = Array.from({ length: 3000 }, (_, i) => `c${String(i).padStart(5, '0')}`);
+
+  it('orders the families of a row by name and keeps each family in stream order', async () => {
+    const stream = ['z', 'a', 'm'].flatMap((family) => columns.flatMap((column) => [cell(family, column, 2n), cell(family, column, 1n)]));
+    const sorted = await sortCellsInSlices([...stream], new Turns());
+    expect(sorted.map(label)).to.deep.equal(sortCells([...stream]).map(label));
+    expect(sorted[0]?.family).to.equal('a');
+  });
+
+  it('sorts the whole row when a family comes out of contract order, or in two runs', async () => {
+    const wide = columns.map((column) => cell('f', column, 1n));
+    for (const stream of [[...wide, cell('f', 'a', 1n)], [...wide, cell('e', 'b', 1n), cell('f', 'a', 1n)]]) {
+      expect((await sortCellsInSlices([...stream], new Turns())).map(label)).to.deep.equal(sortCells([...stream]).map(label));
+    }
   });
 });

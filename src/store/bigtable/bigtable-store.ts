@@ -3,6 +3,7 @@ import { status as GrpcStatus } from '@grpc/grpc-js';
 import { StoreError, callerGone, isStoreError } from '../errors.ts';
 import type {
   CallOptions,
+  Cell,
   DataStore,
   FamilySpec,
   KeyRange,
@@ -16,16 +17,19 @@ import type {
   TableRef,
   TableSchema,
 } from '../store.ts';
-import { type BigtableStub, backoff, gaxOptions, grpcOptions, routingHeader, streamOf, unaryOf, withRetry } from './calls.ts';
+import { type BigtableStub, type ServerStream, asIs, backoff, gaxOptions, grpcOptions, routingHeader, streamOf, unaryOf, withRetry } from './calls.ts';
 import { gcRuleFor, policyOf } from './gc-rules.ts';
 import { grpcCode, isDeadline, isTransient, toStoreError } from './grpc-errors.ts';
 import { BIGTABLE_CAPABILITIES, BIGTABLE_LIMITS } from './limits.ts';
 import { type SendEntries, applyEntries } from './mutate-rows.ts';
-import { firstMissingFamily, toProtoMutation } from './mutations.ts';
+import { MutateRowsEncoding, encodeMutateRow } from './mutation-requests.ts';
+import { firstMissingFamily } from './mutations.ts';
 import { readFilter } from './read-filter.ts';
-import { type MergedRow, RowMerger, sortCells } from './row-chunks.ts';
+import { ReadRowsDecoder, isLarge } from './read-rows-messages.ts';
+import { type MergedRow, sortCells, sortCellsInSlices } from './row-chunks.ts';
 import { isEmpty, rangeAfter, rowRange } from './row-ranges.ts';
 import { type Families, SchemaCache } from './schema-cache.ts';
+import { Turns } from './turns.ts';
 
 type ReadRowsRequest = protos.google.bigtable.v2.IReadRowsRequest;
 
@@ -39,6 +43,9 @@ export interface BigtableStoreOptions {
   /** How long a table's column families and their policies are trusted without asking the backend again. */
   schemaCacheTtlMs?: number;
 }
+
+/** Cells of a row put in order in one go: about a millisecond of work. */
+const CELLS_SORTED_IN_ONE_GO = 2000;
 
 /** Any key: the existence probe (see #loadUncachedSchema) reads one row and returns no cell of it. */
 const PROBE_KEY = Buffer.from([0]);
@@ -145,13 +152,14 @@ export class BigtableStore implements DataStore {
     // The emulator applies the mutations before one naming an unknown family and then fails, so a
     // missing family must be found before writing; production Bigtable would reject all of it.
     await this.#requireFamilies(ref, [mutations], options);
-    const request = { tableName, rowKey: key, mutations: mutations.map(toProtoMutation) };
+    const stub = await this.#stub();
+    const { path, requestSerialize, responseDeserialize } = stub.mutateRow;
+    const request = await encodeMutateRow(requestSerialize, tableName, key, mutations);
     try {
       // Safe to retry: every set carries its timestamp, so a repeated mutation leaves the same row.
-      await withRetry(options, 'mutateRow', { resource: 'table', name: ref.table }, async () => {
-        const stub = await this.#stub();
-        return unaryOf((done) => stub.mutateRow(request, routingHeader(tableName), grpcOptions(options), done), options);
-      });
+      await withRetry(options, 'mutateRow', { resource: 'table', name: ref.table }, () =>
+        unaryOf((done) => stub.makeUnaryRequest(path, asIs, responseDeserialize, request, routingHeader(tableName), grpcOptions(options), done), options),
+      );
     } catch (error) {
       // The schema may have changed behind the cache: look again to say precisely what is missing.
       this.#schemas.delete(tableName);
@@ -181,10 +189,10 @@ export class BigtableStore implements DataStore {
     if (toSend.length === 0) return results;
 
     const stub = await this.#stub();
-    const send: SendEntries = (indexes) => {
-      const request = { tableName, entries: indexes.map((index) => protoEntry(entries[index] as RowMutations)) };
-      return streamOf(() => stub.mutateRows(request, routingHeader(tableName), grpcOptions(options)), options);
-    };
+    const { path, requestSerialize, responseDeserialize } = stub.mutateRows;
+    const encoding = await MutateRowsEncoding.of(requestSerialize, tableName, entries, toSend);
+    const send: SendEntries = (indexes) =>
+      streamOf(() => stub.makeServerStreamRequest(path, asIs, responseDeserialize, encoding.request(indexes), routingHeader(tableName), grpcOptions(options)), options);
     const subject = { resource: 'table', name: ref.table } as const;
     const failed: Array<[number, Error]> = [];
     let answered = false;
@@ -287,15 +295,18 @@ export class BigtableStore implements DataStore {
 
   /**
    * The rows of one ReadRows call, cells in contract order, collected with stream events (for
-   * readRows: cheaper per call than the async iteration scans use). No retries; the caller's
-   * signal cancels the call.
+   * readRows: cheaper per call than the async iteration scans use). A large message is decoded a
+   * slice at a time, with the stream paused meanwhile. No retries; the caller's signal cancels
+   * the call.
    */
   async #collectRows(request: ReadRowsRequest, options: CallOptions): Promise<Row[]> {
     const stub = await this.#stub();
-    const call = stub.readRows(request, routingHeader(request.tableName as string), grpcOptions(options));
+    const call = this.#readRowsCall(stub, request, options);
     return new Promise((resolve, reject) => {
       const rows: Row[] = [];
-      const merger = new RowMerger();
+      const decoder = new ReadRowsDecoder(stub.readRows.responseDeserialize);
+      // Set while a large message is decoded: later events wait for it.
+      let decoding: Promise<void> | undefined;
       let settled = false;
       const cancel = () => call.cancel();
       options.signal?.addEventListener('abort', cancel, { once: true });
@@ -309,24 +320,46 @@ export class BigtableStore implements DataStore {
           reject(options.signal?.aborted === true ? callerGone() : error);
         }
       };
-      call.on('data', (response: protos.google.bigtable.v2.IReadRowsResponse) => {
+      const after = (step: () => Promise<void> | void) => {
+        decoding = (decoding ?? Promise.resolve()).then(step).catch((error: unknown) => settle(protocolError(error)));
+      };
+      // A large message, or a row too large to order in one go: the stream waits meanwhile.
+      const inSlices = (decode: (turns: Turns) => MergedRow[] | Promise<MergedRow[]>) => {
+        call.pause();
+        after(async () => {
+          const turns = new Turns();
+          for (const row of await decode(turns)) rows.push({ key: row.key, cells: await orderCells(row.cells, turns) });
+          if (!settled) call.resume();
+        });
+      };
+      call.on('data', (message: Buffer) => {
+        if (decoding !== undefined || isLarge(message)) {
+          inSlices((turns) => decoder.takeInSlices(message, turns));
+          return;
+        }
+        let merged: MergedRow[];
         try {
-          for (const chunk of response.chunks ?? []) {
-            const row = merger.push(chunk);
-            if (row !== undefined) rows.push({ key: row.key, cells: sortCells(row.cells) });
-          }
+          merged = decoder.take(message);
         } catch (error) {
           settle(protocolError(error));
+          return;
         }
+        if (merged.some((row) => row.cells.length > CELLS_SORTED_IN_ONE_GO)) inSlices(() => merged);
+        else for (const row of merged) rows.push({ key: row.key, cells: sortCells(row.cells) });
       });
       call.on('error', settle);
       call.on('end', () => {
-        try {
-          merger.end();
+        const end = () => {
+          decoder.end();
           settle();
-        } catch (error) {
-          settle(protocolError(error));
-        }
+        };
+        if (decoding === undefined) {
+          try {
+            end();
+          } catch (error) {
+            settle(protocolError(error));
+          }
+        } else after(end);
       });
     });
   }
@@ -334,24 +367,28 @@ export class BigtableStore implements DataStore {
   /** The rows of one ReadRows call, cells in contract order, as they arrive. No retries. */
   async *#readStream(request: ReadRowsRequest, options: CallOptions): AsyncGenerator<Row> {
     const stub = await this.#stub();
-    const tableName = request.tableName as string;
-    const merger = new RowMerger();
-    for await (const response of streamOf(() => stub.readRows(request, routingHeader(tableName), grpcOptions(options)), options)) {
-      for (const chunk of response.chunks ?? []) {
-        let row: MergedRow | undefined;
-        try {
-          row = merger.push(chunk);
-        } catch (error) {
-          throw protocolError(error);
-        }
-        if (row !== undefined) yield { key: row.key, cells: sortCells(row.cells) };
+    const decoder = new ReadRowsDecoder(stub.readRows.responseDeserialize);
+    for await (const message of streamOf(() => this.#readRowsCall(stub, request, options), options)) {
+      let rows: MergedRow[];
+      const turns = new Turns();
+      try {
+        rows = isLarge(message) ? await decoder.takeInSlices(message, turns) : decoder.take(message);
+      } catch (error) {
+        throw protocolError(error);
       }
+      for (const row of rows) yield { key: row.key, cells: await orderCells(row.cells, turns) };
     }
     try {
-      merger.end();
+      decoder.end();
     } catch (error) {
       throw protocolError(error);
     }
+  }
+
+  /** A ReadRows call whose responses come encoded, for ReadRowsDecoder. */
+  #readRowsCall(stub: BigtableStub, request: ReadRowsRequest, options: CallOptions): ServerStream<Buffer> {
+    const tableName = request.tableName as string;
+    return stub.makeServerStreamRequest(stub.readRows.path, stub.readRows.requestSerialize, asIs, request, routingHeader(tableName), grpcOptions(options));
   }
 
   /** The table's families and their policies: cached, or read from the backend (NOT_FOUND table). */
@@ -437,8 +474,9 @@ function protocolError(error: unknown): StoreError {
   return new StoreError('INTERNAL', `bigtable readRows: ${(error as Error).message}`, { cause: error });
 }
 
-function protoEntry(entry: RowMutations) {
-  return { rowKey: entry.key, mutations: entry.mutations.map(toProtoMutation) };
+/** A row's cells in contract order: for a large row, a slice at a time. */
+function orderCells(cells: Cell[], turns: Turns): Promise<Cell[]> | Cell[] {
+  return cells.length > CELLS_SORTED_IN_ONE_GO ? sortCellsInSlices(cells, turns) : sortCells(cells);
 }
 
 /** Splits `indexes` into calls so that no call holds two entries for one row (see mutateRows). */

@@ -14,13 +14,49 @@ export const RETRY_MIN_MS = 20;
 const RETRY_MAX_MS = 250;
 
 /** A server-streaming call on the bare stub: a readable of responses that can be cancelled. */
-export type ServerStream<Response> = AsyncIterable<Response> & Pick<NodeJS.EventEmitter, 'on'> & { cancel(): void };
+export type ServerStream<Response> = AsyncIterable<Response> & Pick<NodeJS.EventEmitter, 'on'> & Pick<NodeJS.ReadableStream, 'pause' | 'resume'> & { cancel(): void };
 
-/** The part of the generated client's gRPC stub that the store calls directly. */
+/**
+ * How a method of the generated client's stub encodes its messages: grpc-js attaches the method's
+ * definition to it, whose (de)serializers are plain functions that need no `this`.
+ */
+export interface MethodCodec<Request, Response> {
+  readonly path: string;
+  readonly requestSerialize: (request: Request) => Buffer;
+  readonly responseDeserialize: (message: Buffer) => Response;
+}
+
+/**
+ * The part of the generated client's gRPC stub (a grpc-js Client) that the store calls directly.
+ * Calls go through the Client's generic methods with requests the store encodes, and ReadRows
+ * answers it decodes, itself: a slice at a time (mutation-requests.ts, read-rows-messages.ts).
+ */
 export interface BigtableStub {
-  readRows(request: object, metadata: Metadata, options: GrpcCallOptions): ServerStream<ReadRowsResponse>;
-  mutateRows(request: object, metadata: Metadata, options: GrpcCallOptions): ServerStream<MutateRowsResponse>;
-  mutateRow(request: object, metadata: Metadata, options: GrpcCallOptions, callback: (error: Error | null, response?: object) => void): { cancel(): void };
+  readonly readRows: MethodCodec<object, ReadRowsResponse>;
+  readonly mutateRow: MethodCodec<object, object>;
+  readonly mutateRows: MethodCodec<object, MutateRowsResponse>;
+  makeUnaryRequest<Request, Response>(
+    path: string,
+    serialize: (request: Request) => Buffer,
+    deserialize: (message: Buffer) => Response,
+    request: Request,
+    metadata: Metadata,
+    options: GrpcCallOptions,
+    callback: (error: Error | null, response?: Response) => void,
+  ): { cancel(): void };
+  makeServerStreamRequest<Request, Response>(
+    path: string,
+    serialize: (request: Request) => Buffer,
+    deserialize: (message: Buffer) => Response,
+    request: Request,
+    metadata: Metadata,
+    options: GrpcCallOptions,
+  ): ServerStream<Response>;
+}
+
+/** The (de)serializer of a message the store has encoded, or will decode, itself. */
+export function asIs(message: Buffer): Buffer {
+  return message;
 }
 
 export interface GrpcCallOptions {
