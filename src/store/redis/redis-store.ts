@@ -27,7 +27,7 @@ import { REDIS_CAPABILITIES, REDIS_LIMITS } from './limits.ts';
 import { Reclaimer } from './reclaimer.ts';
 import { toStoreError } from './redis-errors.ts';
 import { Turns } from './turns.ts';
-import { type TableFamilies, decodeRow, mutationArguments, tableFamilies } from './row-codec.ts';
+import { type TableFamilies, decodeRow, packMutations, tableFamilies } from './row-codec.ts';
 import { ABANDON_CREATE, BEGIN_CREATE, BEGIN_DELETE, COMMIT_CREATE, MUTATE_ROW, READ_ROWS, SCAN_ROWS } from './scripts.ts';
 
 export interface RedisStoreOptions {
@@ -288,7 +288,7 @@ export class RedisStore implements DataStore {
     const reply = await this.#connection.run(
       MUTATE_ROW,
       [table.keys.meta, table.keys.rows, rowKey(table.keys, key)],
-      [key, String(Date.now() * 1000), table.maxAgePolicy, ...mutationArguments(mutations)],
+      [key, String(Date.now() * 1000), table.maxAgePolicy, packMutations(mutations)],
     );
     return reply === 1 ? GONE : undefined;
   }

@@ -5,29 +5,63 @@ import type { Turns } from './turns.ts';
 const COLON = 0x3a;
 
 /**
- * The arguments of the mutateRow script after the row key: five per mutation (op, family,
- * column, timestamp, value), empty where a mutation has no such part.
+ * The struct.unpack format of one mutation in the mutateRow script's packed argument: op ("s",
+ * "c", "f" or "r"), then family, column, timestamp and value, each preceded by its length (big
+ * endian) and empty where a mutation has no such part.
  */
-export function mutationArguments(mutations: readonly Mutation[]): Array<string | Buffer> {
-  const args: Array<string | Buffer> = [];
-  for (const mutation of mutations) {
-    switch (mutation.type) {
-      case 'set':
-        args.push('s', mutation.family, mutation.column, mutation.timestampMicros.toString(), mutation.value);
-        break;
-      case 'deleteColumn':
-        args.push('c', mutation.family, mutation.column, '', '');
-        break;
-      case 'deleteFamily':
-        args.push('f', mutation.family, '', '', '');
-        break;
-      case 'deleteRow':
-        args.push('r', '', '', '', '');
-        break;
+export const PACKED_MUTATION = '>c1 I2c0 I4c0 I1c0 I4c0';
+/** The bytes of PACKED_MUTATION's fixed part: the op and the four lengths. */
+const PACKED_HEAD = 1 + 2 + 4 + 1 + 4;
+
+/**
+ * The mutateRow script's last argument: every mutation packed in one string (PACKED_MUTATION).
+ * One argument rather than five per mutation: a row of 100,000 cells would otherwise be half a
+ * million tiny RESP strings for the client to encode and write.
+ */
+export function packMutations(mutations: readonly Mutation[]): Buffer {
+  const families = new Map<string, Buffer>();
+  // The cells of one write share their timestamp: format each distinct one once.
+  let lastMicros: bigint | undefined;
+  let lastTimestamp = NONE;
+  const family = (mutation: Mutation) => {
+    if (mutation.type === 'deleteRow') return NONE;
+    let bytes = families.get(mutation.family);
+    if (bytes === undefined) families.set(mutation.family, (bytes = Buffer.from(mutation.family)));
+    return bytes;
+  };
+  const column = (mutation: Mutation) => (mutation.type === 'set' || mutation.type === 'deleteColumn' ? mutation.column : NONE);
+  const timestamp = (mutation: Mutation) => {
+    if (mutation.type !== 'set') return NONE;
+    if (mutation.timestampMicros !== lastMicros) {
+      lastMicros = mutation.timestampMicros;
+      lastTimestamp = Buffer.from(lastMicros.toString(), 'latin1');
     }
+    return lastTimestamp;
+  };
+  const value = (mutation: Mutation) => (mutation.type === 'set' ? mutation.value : NONE);
+
+  let size = 0;
+  for (const mutation of mutations) size += PACKED_HEAD + family(mutation).length + column(mutation).length + timestamp(mutation).length + value(mutation).length;
+  const packed = Buffer.allocUnsafe(size);
+  let at = 0;
+  const put = (bytes: Buffer, lengthBytes: number) => {
+    packed.writeUIntBE(bytes.length, at, lengthBytes);
+    packed.set(bytes, at + lengthBytes);
+    at += lengthBytes + bytes.length;
+  };
+  for (const mutation of mutations) {
+    packed[at++] = OPS[mutation.type];
+    put(family(mutation), 2);
+    put(column(mutation), 4);
+    put(timestamp(mutation), 1);
+    put(value(mutation), 4);
   }
-  return args;
+  return packed;
 }
+
+const NONE = Buffer.alloc(0);
+/** The op letters of PACKED_MUTATION: s, c, f, r. */
+const OPS = { set: 0x73, deleteColumn: 0x63, deleteFamily: 0x66, deleteRow: 0x72 } as const;
 
 /** A family of the table as decodeRow needs it. */
 export interface FamilyOrder {
