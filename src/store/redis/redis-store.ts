@@ -285,11 +285,8 @@ export class RedisStore implements DataStore {
 
   /** Applies one row's mutations (their families checked): undefined when applied, or GONE. */
   async #mutate(table: TableGeneration, key: Buffer, mutations: readonly Mutation[]): Promise<undefined | typeof GONE> {
-    const reply = await this.#connection.run(
-      MUTATE_ROW,
-      [table.keys.meta, table.keys.rows, rowKey(table.keys, key)],
-      [key, String(Date.now() * 1000), table.maxAgePolicy, packMutations(mutations)],
-    );
+    const packed = await packMutations(mutations, new Turns());
+    const reply = await this.#connection.run(MUTATE_ROW, [table.keys.meta, table.keys.rows, rowKey(table.keys, key)], [key, String(Date.now() * 1000), table.maxAgePolicy, packed]);
     return reply === 1 ? GONE : undefined;
   }
 

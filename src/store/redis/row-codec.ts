@@ -16,9 +16,10 @@ const PACKED_HEAD = 1 + 2 + 4 + 1 + 4;
 /**
  * The mutateRow script's last argument: every mutation packed in one string (PACKED_MUTATION).
  * One argument rather than five per mutation: a row of 100,000 cells would otherwise be half a
- * million tiny RESP strings for the client to encode and write.
+ * million tiny RESP strings for the client to encode and write. Many mutations are packed a
+ * slice at a time, paced by `turns`.
  */
-export function packMutations(mutations: readonly Mutation[]): Buffer {
+export async function packMutations(mutations: readonly Mutation[], turns: Turns): Promise<Buffer> {
   const families = new Map<string, Buffer>();
   // The cells of one write share their timestamp: format each distinct one once.
   let lastMicros: bigint | undefined;
@@ -41,7 +42,10 @@ export function packMutations(mutations: readonly Mutation[]): Buffer {
   const value = (mutation: Mutation) => (mutation.type === 'set' ? mutation.value : NONE);
 
   let size = 0;
-  for (const mutation of mutations) size += PACKED_HEAD + family(mutation).length + column(mutation).length + timestamp(mutation).length + value(mutation).length;
+  for (const [index, mutation] of mutations.entries()) {
+    if ((index & 1023) === 1023 && turns.due()) await turns.next();
+    size += PACKED_HEAD + family(mutation).length + column(mutation).length + timestamp(mutation).length + value(mutation).length;
+  }
   const packed = Buffer.allocUnsafe(size);
   let at = 0;
   const put = (bytes: Buffer, lengthBytes: number) => {
@@ -49,7 +53,8 @@ export function packMutations(mutations: readonly Mutation[]): Buffer {
     packed.set(bytes, at + lengthBytes);
     at += lengthBytes + bytes.length;
   };
-  for (const mutation of mutations) {
+  for (const [index, mutation] of mutations.entries()) {
+    if ((index & 1023) === 1023 && turns.due()) await turns.next();
     packed[at++] = OPS[mutation.type];
     put(family(mutation), 2);
     put(column(mutation), 4);
