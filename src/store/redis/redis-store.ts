@@ -158,7 +158,7 @@ export class RedisStore implements DataStore {
             throw familyNotFound(missing);
           });
         }
-        return this.#mutate(table, key, mutations);
+        return this.#mutate(table, key, await packMutations(mutations, new Turns()));
       }),
     );
   }
@@ -172,9 +172,16 @@ export class RedisStore implements DataStore {
           const current = await this.#familyMissing(ref, table, () => undefined);
           if (current === GONE) return GONE;
         }
+        // Every entry packed first, one after the other, so that the packing of a large batch is paced as a whole.
+        const turns = new Turns();
+        const packed: Array<Buffer | undefined> = [];
+        for (const [index, entry] of entries.entries()) packed.push(missing[index] === undefined ? await packMutations(entry.mutations, turns) : undefined);
         // One script per entry, all pipelined on the connection: each entry is atomic, the batch is not.
         const settled = await Promise.allSettled(
-          entries.map((entry, index) => (missing[index] === undefined ? this.#mutate(table, entry.key, entry.mutations) : Promise.resolve(familyNotFound(missing[index] ?? '')))),
+          entries.map((entry, index) => {
+            const mutations = packed[index];
+            return mutations === undefined ? Promise.resolve(familyNotFound(missing[index] ?? '')) : this.#mutate(table, entry.key, mutations);
+          }),
         );
         const written = settled.filter((_, index) => missing[index] === undefined);
         const gone = written.filter((result) => result.status === 'fulfilled' && result.value === GONE).length;
@@ -283,9 +290,8 @@ export class RedisStore implements DataStore {
     return this.#reclaimer.idle();
   }
 
-  /** Applies one row's mutations (their families checked): undefined when applied, or GONE. */
-  async #mutate(table: TableGeneration, key: Buffer, mutations: readonly Mutation[]): Promise<undefined | typeof GONE> {
-    const packed = await packMutations(mutations, new Turns());
+  /** Applies one row's packed mutations (their families checked): undefined when applied, or GONE. */
+  async #mutate(table: TableGeneration, key: Buffer, packed: Buffer): Promise<undefined | typeof GONE> {
     const reply = await this.#connection.run(MUTATE_ROW, [table.keys.meta, table.keys.rows, rowKey(table.keys, key)], [key, String(Date.now() * 1000), table.maxAgePolicy, packed]);
     return reply === 1 ? GONE : undefined;
   }
