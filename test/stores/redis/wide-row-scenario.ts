@@ -6,19 +6,14 @@
  */
 import { pino } from 'pino';
 import { RedisStore } from '../../../src/store/redis/redis-store.ts';
-import type { Mutation, Row } from '../../../src/store/store.ts';
+import type { Row } from '../../../src/store/store.ts';
 import { StallMonitor } from '../../support/loop-stalls.ts';
 import { spawnRedis } from '../../support/redis-server.ts';
+import { wideRowMutations } from '../../support/wide-row.ts';
 
 const ref = { instance: 'inst', table: 'wide' };
 const options = () => ({ deadline: Date.now() + 120_000 });
-const wide: Mutation[] = Array.from({ length: 100_000 }, (_, i) => ({
-  type: 'set',
-  family: 'cf',
-  column: Buffer.from(`column ${i}`),
-  value: Buffer.from(`value ${i}`),
-  timestampMicros: 1_000_000n,
-}));
+const wide = wideRowMutations();
 
 const server = await spawnRedis();
 const store = RedisStore.open({ url: server.url, instances: [ref.instance], logger: pino({ level: 'silent' }) });
