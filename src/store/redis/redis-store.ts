@@ -26,7 +26,8 @@ import {
 import { REDIS_CAPABILITIES, REDIS_LIMITS } from './limits.ts';
 import { Reclaimer } from './reclaimer.ts';
 import { toStoreError } from './redis-errors.ts';
-import { type MaxAges, decodeRow, mutationArguments } from './row-codec.ts';
+import { Turns } from './turns.ts';
+import { type TableFamilies, decodeRow, packMutations, tableFamilies } from './row-codec.ts';
 import { ABANDON_CREATE, BEGIN_CREATE, BEGIN_DELETE, COMMIT_CREATE, MUTATE_ROW, READ_ROWS, SCAN_ROWS } from './scripts.ts';
 
 export interface RedisStoreOptions {
@@ -50,7 +51,7 @@ const SCAN_BATCH_MIN = 16;
 interface TableGeneration {
   readonly generation: string;
   readonly keys: TableKeys;
-  readonly maxAges: MaxAges;
+  readonly families: TableFamilies;
   /** Whether any family has a maxAge: reads need the clock only then. */
   readonly hasMaxAge: boolean;
   /** The mutateRow script's maxAge argument: "<family> <seconds> …" for the families that have one. */
@@ -157,7 +158,7 @@ export class RedisStore implements DataStore {
             throw familyNotFound(missing);
           });
         }
-        return this.#mutate(table, key, mutations);
+        return this.#mutate(table, key, await packMutations(mutations, new Turns()));
       }),
     );
   }
@@ -171,9 +172,16 @@ export class RedisStore implements DataStore {
           const current = await this.#familyMissing(ref, table, () => undefined);
           if (current === GONE) return GONE;
         }
+        // Every entry packed first, one after the other, so that the packing of a large batch is paced as a whole.
+        const turns = new Turns();
+        const packed: Array<Buffer | undefined> = [];
+        for (const [index, entry] of entries.entries()) packed.push(missing[index] === undefined ? await packMutations(entry.mutations, turns) : undefined);
         // One script per entry, all pipelined on the connection: each entry is atomic, the batch is not.
         const settled = await Promise.allSettled(
-          entries.map((entry, index) => (missing[index] === undefined ? this.#mutate(table, entry.key, entry.mutations) : Promise.resolve(familyNotFound(missing[index] ?? '')))),
+          entries.map((entry, index) => {
+            const mutations = packed[index];
+            return mutations === undefined ? Promise.resolve(familyNotFound(missing[index] ?? '')) : this.#mutate(table, entry.key, mutations);
+          }),
         );
         const written = settled.filter((_, index) => missing[index] === undefined);
         const gone = written.filter((result) => result.status === 'fulfilled' && result.value === GONE).length;
@@ -190,16 +198,22 @@ export class RedisStore implements DataStore {
     return this.#bounded(options, 'readRows', () => this.#withTable(ref, (table) => this.#readRows(table, keys, selection)));
   }
 
-  #readRows(table: TableGeneration, keys: readonly Buffer[], selection: ReadSelection): Promise<Array<Row | null> | typeof GONE> {
+  async #readRows(table: TableGeneration, keys: readonly Buffer[], selection: ReadSelection): Promise<Array<Row | null> | typeof GONE> {
     const now = table.hasMaxAge ? BigInt(Date.now()) * 1000n : 0n;
-    const decode = (rows: readonly unknown[]) => keys.map((key, index) => decodeRow(key, rows[index] as Buffer[], selection.columns, table.maxAges, now));
+    const decode = async (rows: readonly unknown[]) => {
+      const turns = new Turns();
+      const decoded: Array<Row | null> = [];
+      for (const [index, key] of keys.entries()) decoded.push(await decodeRow(key, rows[index] as Buffer[], selection.columns, table.families, now, turns));
+      return decoded;
+    };
     if (!this.#cluster) {
       // The rows, then the table's meta key, in one round trip of plain commands, which Redis runs
       // in order. A table's rows are removed only after its meta key: if the meta key still
       // exists after the last row was read, no row was read from a table being deleted.
       const replies = keys.map((key) => this.#connection.send(['HGETALL', rowKey(table.keys, key)]));
       replies.push(this.#connection.send(['EXISTS', table.keys.meta]));
-      return Promise.all(replies).then((rows) => (rows[keys.length] === 0 ? GONE : decode(rows)));
+      const rows = await Promise.all(replies);
+      return rows[keys.length] === 0 ? GONE : decode(rows);
     }
     return this.#readRowsAtomically(table, keys, decode);
   }
@@ -207,7 +221,7 @@ export class RedisStore implements DataStore {
   async #readRowsAtomically(
     table: TableGeneration,
     keys: readonly Buffer[],
-    decode: (rows: readonly unknown[]) => Array<Row | null>,
+    decode: (rows: readonly unknown[]) => Promise<Array<Row | null>>,
   ): Promise<Array<Row | null> | typeof GONE> {
     // In a cluster, a slot that is being moved can take commands of one connection out of order:
     // each script checks the meta key and reads its rows atomically instead. A script holds
@@ -243,8 +257,9 @@ export class RedisStore implements DataStore {
       first = false;
       const now = table.hasMaxAge ? BigInt(Date.now()) * 1000n : 0n;
       const entries = reply.length / 2;
+      const turns = new Turns();
       for (let i = 0; i < reply.length; i += 2) {
-        const row = decodeRow(reply[i] as Buffer, reply[i + 1] as Buffer[], scan.columns, table.maxAges, now);
+        const row = await decodeRow(reply[i] as Buffer, reply[i + 1] as Buffer[], scan.columns, table.families, now, turns);
         if (row === null) continue;
         yield row;
         if (--remaining === 0) return;
@@ -275,13 +290,9 @@ export class RedisStore implements DataStore {
     return this.#reclaimer.idle();
   }
 
-  /** Applies one row's mutations (their families checked): undefined when applied, or GONE. */
-  async #mutate(table: TableGeneration, key: Buffer, mutations: readonly Mutation[]): Promise<undefined | typeof GONE> {
-    const reply = await this.#connection.run(
-      MUTATE_ROW,
-      [table.keys.meta, table.keys.rows, rowKey(table.keys, key)],
-      [key, String(Date.now() * 1000), table.maxAgePolicy, ...mutationArguments(mutations)],
-    );
+  /** Applies one row's packed mutations (their families checked): undefined when applied, or GONE. */
+  async #mutate(table: TableGeneration, key: Buffer, packed: Buffer): Promise<undefined | typeof GONE> {
+    const reply = await this.#connection.run(MUTATE_ROW, [table.keys.meta, table.keys.rows, rowKey(table.keys, key)], [key, String(Date.now() * 1000), table.maxAgePolicy, packed]);
     return reply === 1 ? GONE : undefined;
   }
 
@@ -386,7 +397,7 @@ function generationOf(ref: TableRef, entry: CatalogEntry): TableGeneration {
   return {
     generation: entry.generation,
     keys: tableKeys(ref.instance, ref.table, entry.generation),
-    maxAges: new Map(entry.families.map((family) => [family.name, BigInt(family.maxAgeSeconds ?? 0) * 1_000_000n])),
+    families: tableFamilies(entry.families),
     hasMaxAge: entry.families.some((family) => (family.maxAgeSeconds ?? 0) > 0),
     maxAgePolicy: entry.families
       .filter((family) => (family.maxAgeSeconds ?? 0) > 0)
@@ -398,7 +409,7 @@ function generationOf(ref: TableRef, entry: CatalogEntry): TableGeneration {
 /** The first family, in mutation order, that the table lacks. */
 function missingFamily(table: TableGeneration, mutations: readonly Mutation[]): string | undefined {
   for (const mutation of mutations) {
-    if (mutation.type !== 'deleteRow' && !table.maxAges.has(mutation.family)) return mutation.family;
+    if (mutation.type !== 'deleteRow' && !table.families.has(mutation.family)) return mutation.family;
   }
   return undefined;
 }

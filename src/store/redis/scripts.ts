@@ -1,9 +1,14 @@
 import { createHash } from 'node:crypto';
+import { PACKED_MUTATION } from './row-codec.ts';
 
 /**
  * The Lua scripts of the Redis store. Each runs atomically in Redis and touches the keys of one
  * hash-tag slot only (catalog scripts the instance's slot, row scripts the table generation's),
  * so that they also run in Redis Cluster. They use nothing newer than Redis 7.0.
+ *
+ * A script is run by the SHA1 of its source, so a script whose arguments change is a new script
+ * to Redis: during a rolling update, processes of the old and the new version each run their
+ * own, side by side in Redis's script cache. Only what a script stores must stay the same.
  */
 export interface Script {
   readonly name: string;
@@ -98,8 +103,9 @@ return 1`,
 /**
  * mutateRow: KEYS meta, rows (the index), row; ARGV row key, the caller's clock in microseconds
  * (retention is judged by the clock that assigns timestamps), the maxAge of the families that
- * have one ("<family> <seconds> …", empty when none), then five per mutation: op ("s" set,
- * "c" deleteColumn, "f" deleteFamily, "r" deleteRow), family, column, timestamp, value.
+ * have one ("<family> <seconds> …", empty when none), then the mutations packed in one string
+ * (packMutations in row-codec.ts): op ("s" set, "c" deleteColumn, "f" deleteFamily, "r"
+ * deleteRow), family, column, timestamp, value.
  * Returns 1 when the table is gone (nothing written), 0 when applied. The caller has checked the
  * families against the generation's (they never change): the meta key's existence, checked
  * here, says the generation is still the table's.
@@ -128,20 +134,20 @@ local function later(a, b)
   if a == b then return false end
   return (a > b) ~= aNegative
 end
-local row = KEYS[3]
-for base = 4, #ARGV, 5 do
-  local op, family = ARGV[base], ARGV[base + 1]
+local row, mutations, at = KEYS[3], ARGV[4], 1
+while at <= #mutations do
+  local op, family, column, ts, value
+  op, family, column, ts, value, at = struct.unpack('${PACKED_MUTATION}', mutations, at)
   if op == 's' then
-    local ts = ARGV[base + 3]
     if not expired(family, ts) then
-      local field = family .. ':' .. ARGV[base + 2]
+      local field = family .. ':' .. column
       local current = redis.call('HGET', row, field)
       if not current or not later(string.sub(current, 1, string.find(current, ':', 1, true) - 1), ts) then
-        redis.call('HSET', row, field, ts .. ':' .. ARGV[base + 4])
+        redis.call('HSET', row, field, ts .. ':' .. value)
       end
     end
   elseif op == 'c' then
-    redis.call('HDEL', row, family .. ':' .. ARGV[base + 2])
+    redis.call('HDEL', row, family .. ':' .. column)
   elseif op == 'f' then
     local prefix = family .. ':'
     for _, field in ipairs(redis.call('HKEYS', row)) do

@@ -11,16 +11,11 @@ import { performance } from 'node:perf_hooks';
 import { EmbeddedStore } from '../../../src/store/embedded/embedded-store.ts';
 import type { Mutation, Row } from '../../../src/store/store.ts';
 import { StallMonitor } from '../../support/loop-stalls.ts';
+import { wideRowMutations } from '../../support/wide-row.ts';
 
 const ref = { instance: 'local', table: 'wide' };
 const options = () => ({ deadline: Date.now() + 120_000 });
-const wide: Mutation[] = Array.from({ length: 100_000 }, (_, i) => ({
-  type: 'set',
-  family: 'cf',
-  column: Buffer.from(`column ${i}`),
-  value: Buffer.from(`value ${i}`),
-  timestampMicros: 1_000_000n,
-}));
+const wide = wideRowMutations();
 
 const dataDir = mkdtempSync(join(tmpdir(), 'kvcrud-event-loop-'));
 const store = await EmbeddedStore.open({ dataDir });

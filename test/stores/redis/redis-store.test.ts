@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { expect } from 'chai';
 import { pino } from 'pino';
 import { isStoreError } from '../../../src/store/errors.ts';
@@ -184,6 +185,27 @@ describe('redis store', () => {
       expect(results[2]).to.equal(undefined);
       const rows = await store.readRows(t, [b('a'), b('b'), b('a')], { versions: 1 }, call());
       expect(rows.map((row) => row?.cells.map((cell) => cell.value.toString()) ?? null)).to.deep.equal([['1', '3'], null, ['1', '3']]);
+    });
+
+    it('reads a row of 20,000 cells back whole, ordered by family then column bytes, by readRows and by a scan', async () => {
+      const cells = new Map<string, Mutation & { type: 'set' }>();
+      for (let i = 0; cells.size < 20_000; i++) {
+        const family = i % 3 === 0 ? 'meta' : 'cf';
+        // Raw bytes of 0-4 (and some of 6) bytes: empty columns, 0x00, 0xff, invalid UTF-8.
+        const column = randomBytes(i % 5 === 0 ? 6 : i % 5);
+        const mutation = { type: 'set' as const, family, column, value: randomBytes(i % 7), timestampMicros: BigInt(i % 11) * 1_000_003n - 5n };
+        cells.set(`${family}:${column.toString('hex')}`, mutation);
+      }
+      await store.mutateRow(t, b('wide'), [...cells.values()], call());
+      const expected = [...cells.values()]
+        .sort((x, y) => (x.family !== y.family ? (x.family < y.family ? -1 : 1) : Buffer.compare(x.column, y.column)))
+        .map((cell) => [cell.family, cell.column.toString('hex'), cell.value.toString('hex'), cell.timestampMicros]);
+      const shown = (row: Row | null | undefined) => row?.cells.map((cell) => [cell.family, cell.column.toString('hex'), cell.value.toString('hex'), cell.timestampMicros]);
+      const [row] = await store.readRows(t, [b('wide')], { versions: 1 }, call());
+      expect(shown(row)).to.deep.equal(expected);
+      const scanned: Row[] = [];
+      for await (const each of store.scanRows(t, { range: {}, limit: 1, reverse: false, versions: 1 }, call())) scanned.push(each);
+      expect(shown(scanned[0])).to.deep.equal(expected);
     });
 
     it('reads the columns and families a selection names, and null for a row with none of them', async () => {
