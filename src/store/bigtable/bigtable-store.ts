@@ -29,7 +29,7 @@ import { ReadRowsDecoder, isLarge } from './read-rows-messages.ts';
 import { type MergedRow, sortCells, sortCellsInSlices } from './row-chunks.ts';
 import { isEmpty, rangeAfter, rowRange } from './row-ranges.ts';
 import { type Families, SchemaCache } from './schema-cache.ts';
-import { Turns } from './turns.ts';
+import { Turns } from '../turns.ts';
 
 type ReadRowsRequest = protos.google.bigtable.v2.IReadRowsRequest;
 

@@ -26,7 +26,7 @@ import {
 import { REDIS_CAPABILITIES, REDIS_LIMITS } from './limits.ts';
 import { Reclaimer } from './reclaimer.ts';
 import { toStoreError } from './redis-errors.ts';
-import { Turns } from './turns.ts';
+import { Turns } from '../turns.ts';
 import { type TableFamilies, decodeRow, packMutations, tableFamilies } from './row-codec.ts';
 import { ABANDON_CREATE, BEGIN_CREATE, BEGIN_DELETE, COMMIT_CREATE, MUTATE_ROW, READ_ROWS, SCAN_ROWS } from './scripts.ts';
 

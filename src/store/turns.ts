@@ -1,0 +1,28 @@
+/** Most time one call's work on a large message or reply holds the event loop before other work gets its turn. */
+const SLICE_MS = 5;
+
+/**
+ * Turns paces a driver's work on very large input (a row of 100,000 cells to encode, decode or
+ * sort) a slice at a time, so that one call never holds the event loop for long: other requests
+ * are served between slices. One per call: the time counts across all of its rows. Drivers do not
+ * import the service layer, so they pace themselves with this rather than with its slices.ts.
+ */
+export class Turns {
+  #since = performance.now();
+
+  /** Whether this slice has had its time; cheap enough to ask every few hundred items. */
+  due(): boolean {
+    return performance.now() - this.#since >= SLICE_MS;
+  }
+
+  /** Lets the event loop serve other work (timers, sockets), then starts a new slice. */
+  async next(): Promise<void> {
+    await new Promise((resolve) => setImmediate(resolve));
+    this.#since = performance.now();
+  }
+
+  /** Waits for the event loop to serve other work if this slice has had its time; else returns at once. */
+  async pause(): Promise<void> {
+    if (this.due()) await this.next();
+  }
+}
