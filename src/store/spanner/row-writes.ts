@@ -1,6 +1,7 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { StoreError } from '../errors.ts';
 import type { FamilyPolicy, Micros, RowMutations } from '../store.ts';
+import type { CpuSlices } from './cpu-slices.ts';
 import { BYTES_PER_COMMIT, MUTATIONS_PER_COMMIT } from './limits.ts';
 
 /** A key range of kvcrud_cells, as the client's KeyRange takes it. */
@@ -33,9 +34,9 @@ export interface ColumnRef {
   readonly hash: Buffer;
 }
 
-/** The key part a column is stored under (see schema.ts). */
+/** The key part a column is stored under (see schema.ts): its SHA-256, in one call rather than through a Hash object. */
 export function columnHash(column: Buffer): Buffer {
-  return createHash('sha256').update(column).digest();
+  return hash('sha256', column, 'buffer');
 }
 
 export function columnId(key: Buffer, family: string, hash: Buffer): string {
@@ -46,10 +47,11 @@ export function columnId(key: Buffer, family: string, hash: Buffer): string {
  * The columns whose stored versions planWrites needs: those a `set` writes in a family with a
  * retention policy. Every other write is blind.
  */
-export function columnsToRead(policies: ReadonlyMap<string, FamilyPolicy>, entries: readonly RowMutations[]): ColumnRef[] {
+export async function columnsToRead(policies: ReadonlyMap<string, FamilyPolicy>, entries: readonly RowMutations[], slices: CpuSlices): Promise<ColumnRef[]> {
   const columns = new Map<string, ColumnRef>();
   for (const entry of entries) {
     for (const mutation of entry.mutations) {
+      if (slices.due()) await slices.next();
       if (mutation.type !== 'set' || !hasPolicy(policies.get(mutation.family))) continue;
       const hash = columnHash(mutation.column);
       columns.set(columnId(entry.key, mutation.family, hash), { key: entry.key, family: mutation.family, hash });
@@ -72,13 +74,14 @@ export function columnsToRead(policies: ReadonlyMap<string, FamilyPolicy>, entri
  * Spanner commit (80,000 mutations, 100 MiB), which the published limits keep all but
  * pathological writes within.
  */
-export function planWrites(
+export async function planWrites(
   tableId: string,
   policies: ReadonlyMap<string, FamilyPolicy>,
   entries: readonly RowMutations[],
   stored: ReadonlyMap<string, readonly Micros[]>,
   nowMicros: Micros,
-): CellWrite[] {
+  slices: CpuSlices,
+): Promise<CellWrite[]> {
   const writes: CellWrite[] = [];
   // The versions each tracked column holds once the writes before the trims are applied.
   const versions = new Map<string, { ref: ColumnRef; timestamps: Set<Micros> }>();
@@ -98,6 +101,7 @@ export function planWrites(
   for (const entry of entries) {
     const key = entry.key;
     for (const mutation of entry.mutations) {
+      if (slices.due()) await slices.next();
       switch (mutation.type) {
         case 'set': {
           const hash = columnHash(mutation.column);
@@ -126,6 +130,7 @@ export function planWrites(
     }
   }
   for (const { ref, timestamps } of versions.values()) {
+    if (slices.due()) await slices.next();
     const policy = policies.get(ref.family) ?? {};
     const newest = [...timestamps].sort((x, y) => (x > y ? -1 : x < y ? 1 : 0));
     // ts is stored descending: versions older than a given one come after it in key order.

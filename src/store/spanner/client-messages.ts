@@ -1,0 +1,68 @@
+import type { Transaction } from '@google-cloud/spanner';
+import type { CpuSlices } from './cpu-slices.ts';
+import type { CellRange, CellRecord, CellWrite } from './row-writes.ts';
+
+/**
+ * Messages of large requests (a commit's rows, a read's key ranges) that the store builds for the
+ * Spanner client itself, a slice at a time, instead of handing it values to encode. The client
+ * encodes such values in one go and then deep-copies the whole request with `extend`, member by
+ * member for plain objects and arrays (some 150,000 objects for 10,000 cells): an instance of a
+ * class it takes by reference. So each row and each key is a ListValue instance, encoded as the
+ * client's codec encodes it: strings and INT64 decimal strings as they are, bytes as base64,
+ * each a stringValue.
+ */
+class ListValue {
+  readonly values: ReadonlyArray<{ readonly stringValue: string }>;
+
+  constructor(parts: readonly unknown[]) {
+    this.values = parts.map((part) => ({ stringValue: Buffer.isBuffer(part) ? part.toString('base64') : String(part) }));
+  }
+}
+
+/** A KeyRange whose bounds are ListValues; a class instance, for the same reason. */
+class KeyRange {
+  constructor(range: CellRange) {
+    for (const [bound, key] of Object.entries(range)) Object.assign(this, { [bound]: new ListValue(key as unknown[]) });
+  }
+}
+
+/** Columns of kvcrud_cells in the order each upserted row lists its values. */
+const CELL_COLUMNS = ['table_id', 'row_key', 'family', 'col_hash', 'ts', 'col', 'value'] as const satisfies ReadonlyArray<keyof CellRecord>;
+
+/** The KeySet of a read or delete of these ranges. */
+export async function keySetOf(ranges: readonly CellRange[], slices: CpuSlices): Promise<{ ranges: KeyRange[] }> {
+  const encoded: KeyRange[] = [];
+  for (const range of ranges) {
+    if (slices.due()) await slices.next();
+    encoded.push(new KeyRange(range));
+  }
+  return { ranges: encoded };
+}
+
+/**
+ * Buffers the writes as the commit's mutations, in order: Spanner applies a commit's mutations in
+ * the order they are listed. Runs of upserts become one mutation each, and so do runs of range
+ * deletes. The mutations go on the list the client's own upsert and deleteRows queue to.
+ */
+export async function queueWrites(transaction: Transaction, writes: readonly CellWrite[], slices: CpuSlices): Promise<void> {
+  const queued = (transaction as unknown as { _queuedMutations: unknown[] })._queuedMutations;
+  for (let index = 0; index < writes.length; ) {
+    const first = writes[index] as CellWrite;
+    let end = index + 1;
+    while (end < writes.length && (writes[end] as CellWrite).kind === first.kind) end++;
+    const run = writes.slice(index, end);
+    if (first.kind === 'upsert') {
+      const values: ListValue[] = [];
+      for (const write of run) {
+        if (slices.due()) await slices.next();
+        const row = (write as Extract<CellWrite, { kind: 'upsert' }>).row;
+        values.push(new ListValue(CELL_COLUMNS.map((column) => row[column])));
+      }
+      queued.push({ insertOrUpdate: { table: 'kvcrud_cells', columns: [...CELL_COLUMNS], values } });
+    } else {
+      const ranges = run.map((write) => (write as Extract<CellWrite, { kind: 'deleteRange' }>).range);
+      queued.push({ delete: { table: 'kvcrud_cells', keySet: await keySetOf(ranges, slices) } });
+    }
+    index = end;
+  }
+}
