@@ -17,13 +17,14 @@ import type {
   TableRef,
   TableSchema,
 } from '../store.ts';
-import { keySetOf, queueWrites } from './client-messages.ts';
+import { queueWrites } from './client-messages.ts';
 import { tolerateSpannerClientRejections } from './client-rejections.ts';
 import { CpuSlices } from './cpu-slices.ts';
 import { SPANNER_CAPABILITIES, SPANNER_LIMITS } from './limits.ts';
 import { type CellRow, RowAssembler, selectedFamilies } from './row-reads.ts';
-import { type ColumnRef, columnId, columnsToRead, planWrites } from './row-writes.ts';
+import { columnsToRead, planWrites } from './row-writes.ts';
 import { ensureSchema } from './schema.ts';
+import { readVersions } from './stored-versions.ts';
 import { grpcCode, toStoreError } from './spanner-errors.ts';
 import { TransactionQueue } from './transaction-queue.ts';
 
@@ -245,7 +246,7 @@ export class SpannerStore implements DataStore {
       const valid = entries.filter((_, index) => results[index] === undefined);
       const slices = new CpuSlices();
       const reads = await columnsToRead(table.policies, valid, slices);
-      const stored = reads.length === 0 ? new Map<string, Micros[]>() : await readVersions(transaction, table.tableId, reads, options, slices);
+      const stored = reads.length === 0 ? new Map<string, Micros[]>() : await readVersions(transaction, table.tableId, reads, () => gaxOptions(options), slices);
       const writes = await planWrites(table.tableId, table.policies, valid, stored, BigInt(Date.now()) * 1000n, slices);
       if (writes.length === 0) {
         await transaction.rollback();
@@ -662,29 +663,6 @@ async function readCatalog(reader: Snapshot, name: string, options: CallOptions)
   if (row === undefined) return undefined;
   const families = (JSON.parse(row.families) as FamilySpec[]).map((family) => ({ name: family.name, ...policyOf(family) }));
   return { tableId: row.table_id, families, policies: new Map(families.map((family) => [family.name, policyOf(family)])) };
-}
-
-/** The stored timestamps of each column, newest first. */
-async function readVersions(transaction: Transaction, tableId: string, columns: readonly ColumnRef[], options: CallOptions, slices: CpuSlices): Promise<Map<string, Micros[]>> {
-  const ranges = columns.map((column) => {
-    const prefix = [tableId, column.key, column.family, column.hash];
-    return { startClosed: prefix, endClosed: prefix };
-  });
-  const [rows] = await transaction.read('kvcrud_cells', {
-    keySet: await keySetOf(ranges, slices),
-    columns: ['row_key', 'family', 'col_hash', 'ts'],
-    ...READ_JSON,
-    gaxOptions: gaxOptions(options),
-  });
-  const stored = new Map<string, Micros[]>();
-  for (const row of rows as unknown as Array<{ row_key: Buffer; family: string; col_hash: Buffer; ts: { value: string } }>) {
-    if (slices.due()) await slices.next();
-    const id = columnId(row.row_key, row.family, row.col_hash);
-    const timestamps = stored.get(id) ?? [];
-    timestamps.push(BigInt(row.ts.value));
-    stored.set(id, timestamps);
-  }
-  return stored;
 }
 
 function policyOf(family: FamilyPolicy): FamilyPolicy {
