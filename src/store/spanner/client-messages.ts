@@ -51,8 +51,8 @@ export async function keySetOf(ranges: readonly CellRange[], slices: CpuSlices):
 
 /**
  * Buffers the writes as the commit's mutations, in order: Spanner applies a commit's mutations in
- * the order they are listed. Runs of upserts become one mutation each, and so do runs of range
- * deletes. The mutations go on the list the client's own upsert and deleteRows queue to.
+ * the order they are listed. Runs of upserts become one mutation each, and so do runs of deletes
+ * of ranges or of keys. The mutations go on the list the client's own upsert and deleteRows queue to.
  */
 export async function queueWrites(transaction: Transaction, writes: readonly CellWrite[], slices: CpuSlices): Promise<void> {
   const queued = (transaction as unknown as { _queuedMutations: unknown[] })._queuedMutations;
@@ -69,9 +69,16 @@ export async function queueWrites(transaction: Transaction, writes: readonly Cel
         values.push(new ListValue(CELL_COLUMNS.map((column) => row[column])));
       }
       queued.push(new Mutation('insertOrUpdate', { table: 'kvcrud_cells', columns: [...CELL_COLUMNS], values }));
-    } else {
+    } else if (first.kind === 'deleteRange') {
       const ranges = run.map((write) => (write as Extract<CellWrite, { kind: 'deleteRange' }>).range);
       queued.push(new Mutation('delete', { table: 'kvcrud_cells', keySet: await keySetOf(ranges, slices) }));
+    } else {
+      const keys: ListValue[] = [];
+      for (const write of run) {
+        if (slices.due()) await slices.next();
+        keys.push(new ListValue((write as Extract<CellWrite, { kind: 'deleteKey' }>).key));
+      }
+      queued.push(new Mutation('delete', { table: 'kvcrud_cells', keySet: { keys } }));
     }
     index = end;
   }

@@ -22,7 +22,10 @@ export interface CellRecord {
 }
 
 /** One write to kvcrud_cells, in the order it must be applied. */
-export type CellWrite = { readonly kind: 'upsert'; readonly row: CellRecord } | { readonly kind: 'deleteRange'; readonly range: CellRange };
+export type CellWrite =
+  | { readonly kind: 'upsert'; readonly row: CellRecord }
+  | { readonly kind: 'deleteRange'; readonly range: CellRange }
+  | { readonly kind: 'deleteKey'; readonly key: unknown[] };
 
 /** Columns of kvcrud_cells an upsert writes: each counts as one of Spanner's mutations. */
 const COLUMNS_PER_CELL = 7;
@@ -69,6 +72,9 @@ export async function columnsToRead(policies: ReadonlyMap<string, FamilyPolicy>,
  *
  * - maxVersions N: versions older than the N-th newest are deleted (one range), if there are any.
  * - maxAgeSeconds: versions older than now minus the age are deleted (one range), if there are any.
+ * - Where that is a single version, it is deleted by its key instead: every version the range
+ *   would reach is known (read in the same transaction, which keeps others from adding one, or
+ *   written by it), and a key is half the message of a range, in a commit that is sent whole.
  *
  * Refuses with INVALID_ARGUMENT, before anything is written, a write that would not fit one
  * Spanner commit (80,000 mutations, 100 MiB), which the published limits keep all but
@@ -139,10 +145,16 @@ export async function planWrites(
       range: { startOpen: prefix(ref.key, ref.family, ref.hash, ts.toString()), endClosed: prefix(ref.key, ref.family, ref.hash) },
     });
     const keep = policy.maxVersions ?? Infinity;
+    // Expired means older than the cutoff; a version exactly at it is still kept.
+    const cutoff = policy.maxAgeSeconds === undefined ? undefined : nowMicros - BigInt(policy.maxAgeSeconds) * 1_000_000n;
+    const firstExpired = cutoff === undefined ? -1 : newest.findIndex((ts) => ts < cutoff);
+    const kept = Math.min(newest.length, keep, firstExpired === -1 ? Infinity : firstExpired);
+    if (newest.length - kept === 1) {
+      writes.push({ kind: 'deleteKey', key: prefix(ref.key, ref.family, ref.hash, (newest[kept] as Micros).toString()) });
+      continue;
+    }
     if (newest.length > keep) writes.push(olderThan(newest[keep - 1] as Micros));
-    if (policy.maxAgeSeconds !== undefined) {
-      // Expired means older than the cutoff; a version exactly at it is still kept.
-      const cutoff = nowMicros - BigInt(policy.maxAgeSeconds) * 1_000_000n;
+    if (cutoff !== undefined) {
       const oldest = newest[Math.min(newest.length, keep) - 1];
       if (oldest !== undefined && oldest < cutoff) writes.push(olderThan(cutoff));
     }
