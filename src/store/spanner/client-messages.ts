@@ -12,17 +12,40 @@ import type { CellRange, CellRecord, CellWrite } from './row-writes.ts';
  * each a stringValue.
  */
 class ListValue {
-  readonly values: ReadonlyArray<{ readonly stringValue: string }>;
+  readonly values: readonly Value[];
 
-  constructor(parts: readonly unknown[]) {
-    this.values = parts.map((part) => ({ stringValue: Buffer.isBuffer(part) ? part.toString('base64') : String(part) }));
+  constructor(values: readonly Value[]) {
+    this.values = values;
+  }
+}
+
+interface Value {
+  readonly stringValue: string;
+}
+
+/**
+ * Encodes the rows or keys of one request. A value that repeats the one in the same place of the
+ * list before (a row's table, row key, family, timestamp) is the same object: the request holds
+ * fewer, and the heap has fewer to collect while it is built.
+ */
+class ListEncoder {
+  #parts: readonly unknown[] = [];
+  #values: readonly Value[] = [];
+
+  encode(parts: readonly unknown[]): ListValue {
+    const values = parts.map((part, index) =>
+      part === this.#parts[index] ? (this.#values[index] as Value) : { stringValue: Buffer.isBuffer(part) ? part.toString('base64') : String(part) },
+    );
+    this.#parts = parts;
+    this.#values = values;
+    return new ListValue(values);
   }
 }
 
 /** A KeyRange whose bounds are ListValues; a class instance, for the same reason. */
 class KeyRange {
-  constructor(range: CellRange) {
-    for (const [bound, key] of Object.entries(range)) Object.assign(this, { [bound]: new ListValue(key as unknown[]) });
+  constructor(range: CellRange, encoder: ListEncoder) {
+    for (const [bound, key] of Object.entries(range)) Object.assign(this, { [bound]: encoder.encode(key as unknown[]) });
   }
 }
 
@@ -42,9 +65,10 @@ const CELL_COLUMNS = ['table_id', 'row_key', 'family', 'col_hash', 'ts', 'col', 
 /** The KeySet of a read or delete of these ranges. */
 export async function keySetOf(ranges: readonly CellRange[], slices: CpuSlices): Promise<{ ranges: KeyRange[] }> {
   const encoded: KeyRange[] = [];
+  const encoder = new ListEncoder();
   for (const range of ranges) {
     if (slices.due()) await slices.next();
-    encoded.push(new KeyRange(range));
+    encoded.push(new KeyRange(range, encoder));
   }
   return { ranges: encoded };
 }
@@ -63,10 +87,11 @@ export async function queueWrites(transaction: Transaction, writes: readonly Cel
     const run = writes.slice(index, end);
     if (first.kind === 'upsert') {
       const values: ListValue[] = [];
+      const encoder = new ListEncoder();
       for (const write of run) {
         if (slices.due()) await slices.next();
         const row = (write as Extract<CellWrite, { kind: 'upsert' }>).row;
-        values.push(new ListValue(CELL_COLUMNS.map((column) => row[column])));
+        values.push(encoder.encode(CELL_COLUMNS.map((column) => row[column])));
       }
       queued.push(new Mutation('insertOrUpdate', { table: 'kvcrud_cells', columns: [...CELL_COLUMNS], values }));
     } else if (first.kind === 'deleteRange') {
@@ -74,9 +99,10 @@ export async function queueWrites(transaction: Transaction, writes: readonly Cel
       queued.push(new Mutation('delete', { table: 'kvcrud_cells', keySet: await keySetOf(ranges, slices) }));
     } else {
       const keys: ListValue[] = [];
+      const encoder = new ListEncoder();
       for (const write of run) {
         if (slices.due()) await slices.next();
-        keys.push(new ListValue((write as Extract<CellWrite, { kind: 'deleteKey' }>).key));
+        keys.push(encoder.encode((write as Extract<CellWrite, { kind: 'deleteKey' }>).key));
       }
       queued.push(new Mutation('delete', { table: 'kvcrud_cells', keySet: { keys } }));
     }
