@@ -51,6 +51,13 @@ describe('spanner: retention on writes of many columns of one row', () => {
     expect([...columns].filter(([name, values]) => values.length !== 1 || values[0] !== `second ${name.slice(1)}`)).to.deep.equal([]);
   });
 
+  it('reads the 1,200 columns back in byte order, though they are stored in hash order', async () => {
+    const response = await app().api.get(`${path('readCellData')}?tableName=wide&id=twice`);
+    expect(response.status).to.equal(200);
+    const names = (response.body as { data: Array<{ columnName: string }> }).data.map((cell) => cell.columnName);
+    expect(names).to.deep.equal(range(0, 1200).map((column) => `c${column}`).sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b))));
+  });
+
   it('trims only the written columns of a family that holds many more, and leaves the others alone', async () => {
     await insert('mostly-untouched', range(0, 5000), 'first');
     await insert('mostly-untouched', range(2000, 3000), 'second');
