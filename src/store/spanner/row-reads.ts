@@ -21,7 +21,8 @@ export class RowAssembler {
   readonly #selection: ReadSelection;
   readonly #nowMicros: Micros;
   #key: Buffer | undefined;
-  #cells: Cell[] = [];
+  /** The row's cells so far, each with its column as latin1 text, whose string order is the bytes' order and cheaper to sort by. */
+  #cells: Array<{ readonly cell: Cell; readonly column: string }> = [];
   #column: { family: string; column: Buffer; seen: number } | undefined;
 
   constructor(policies: ReadonlyMap<string, FamilyPolicy>, selection: ReadSelection, nowMicros: Micros) {
@@ -47,7 +48,7 @@ export class RowAssembler {
     if (position >= (policy.maxVersions ?? Infinity) || position >= this.#selection.versions) return finished;
     const timestampMicros = BigInt(cell.ts.value);
     if (policy.maxAgeSeconds !== undefined && this.#nowMicros - timestampMicros > BigInt(policy.maxAgeSeconds) * 1_000_000n) return finished;
-    this.#cells.push({ family: cell.family, column: cell.col, value: cell.value, timestampMicros });
+    this.#cells.push({ cell: { family: cell.family, column: cell.col, value: cell.value, timestampMicros }, column: cell.col.toString('latin1') });
     return finished;
   }
 
@@ -55,7 +56,9 @@ export class RowAssembler {
   finish(): Row | undefined {
     const key = this.#key;
     // Stable: each column's versions stay newest first.
-    const cells = this.#cells.sort((a, b) => (a.family < b.family ? -1 : a.family > b.family ? 1 : Buffer.compare(a.column, b.column)));
+    const cells = this.#cells
+      .sort((a, b) => (a.cell.family < b.cell.family ? -1 : a.cell.family > b.cell.family ? 1 : a.column < b.column ? -1 : a.column > b.column ? 1 : 0))
+      .map((entry) => entry.cell);
     this.#key = undefined;
     this.#column = undefined;
     this.#cells = [];

@@ -1,6 +1,7 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { StoreError } from '../errors.ts';
 import type { FamilyPolicy, Micros, RowMutations } from '../store.ts';
+import type { CpuSlices } from './cpu-slices.ts';
 import { BYTES_PER_COMMIT, MUTATIONS_PER_COMMIT } from './limits.ts';
 
 /** A key range of kvcrud_cells, as the client's KeyRange takes it. */
@@ -21,7 +22,10 @@ export interface CellRecord {
 }
 
 /** One write to kvcrud_cells, in the order it must be applied. */
-export type CellWrite = { readonly kind: 'upsert'; readonly row: CellRecord } | { readonly kind: 'deleteRange'; readonly range: CellRange };
+export type CellWrite =
+  | { readonly kind: 'upsert'; readonly row: CellRecord }
+  | { readonly kind: 'deleteRange'; readonly range: CellRange }
+  | { readonly kind: 'deleteKey'; readonly key: unknown[] };
 
 /** Columns of kvcrud_cells an upsert writes: each counts as one of Spanner's mutations. */
 const COLUMNS_PER_CELL = 7;
@@ -33,9 +37,9 @@ export interface ColumnRef {
   readonly hash: Buffer;
 }
 
-/** The key part a column is stored under (see schema.ts). */
+/** The key part a column is stored under (see schema.ts): its SHA-256, in one call rather than through a Hash object. */
 export function columnHash(column: Buffer): Buffer {
-  return createHash('sha256').update(column).digest();
+  return hash('sha256', column, 'buffer');
 }
 
 export function columnId(key: Buffer, family: string, hash: Buffer): string {
@@ -46,10 +50,11 @@ export function columnId(key: Buffer, family: string, hash: Buffer): string {
  * The columns whose stored versions planWrites needs: those a `set` writes in a family with a
  * retention policy. Every other write is blind.
  */
-export function columnsToRead(policies: ReadonlyMap<string, FamilyPolicy>, entries: readonly RowMutations[]): ColumnRef[] {
+export async function columnsToRead(policies: ReadonlyMap<string, FamilyPolicy>, entries: readonly RowMutations[], slices: CpuSlices): Promise<ColumnRef[]> {
   const columns = new Map<string, ColumnRef>();
   for (const entry of entries) {
     for (const mutation of entry.mutations) {
+      if (slices.due()) await slices.next();
       if (mutation.type !== 'set' || !hasPolicy(policies.get(mutation.family))) continue;
       const hash = columnHash(mutation.column);
       columns.set(columnId(entry.key, mutation.family, hash), { key: entry.key, family: mutation.family, hash });
@@ -67,18 +72,22 @@ export function columnsToRead(policies: ReadonlyMap<string, FamilyPolicy>, entri
  *
  * - maxVersions N: versions older than the N-th newest are deleted (one range), if there are any.
  * - maxAgeSeconds: versions older than now minus the age are deleted (one range), if there are any.
+ * - Where that is a single version, it is deleted by its key instead: every version the range
+ *   would reach is known (read in the same transaction, which keeps others from adding one, or
+ *   written by it), and a key is half the message of a range, in a commit that is sent whole.
  *
  * Refuses with INVALID_ARGUMENT, before anything is written, a write that would not fit one
  * Spanner commit (80,000 mutations, 100 MiB), which the published limits keep all but
  * pathological writes within.
  */
-export function planWrites(
+export async function planWrites(
   tableId: string,
   policies: ReadonlyMap<string, FamilyPolicy>,
   entries: readonly RowMutations[],
   stored: ReadonlyMap<string, readonly Micros[]>,
   nowMicros: Micros,
-): CellWrite[] {
+  slices: CpuSlices,
+): Promise<CellWrite[]> {
   const writes: CellWrite[] = [];
   // The versions each tracked column holds once the writes before the trims are applied.
   const versions = new Map<string, { ref: ColumnRef; timestamps: Set<Micros> }>();
@@ -98,6 +107,7 @@ export function planWrites(
   for (const entry of entries) {
     const key = entry.key;
     for (const mutation of entry.mutations) {
+      if (slices.due()) await slices.next();
       switch (mutation.type) {
         case 'set': {
           const hash = columnHash(mutation.column);
@@ -126,6 +136,7 @@ export function planWrites(
     }
   }
   for (const { ref, timestamps } of versions.values()) {
+    if (slices.due()) await slices.next();
     const policy = policies.get(ref.family) ?? {};
     const newest = [...timestamps].sort((x, y) => (x > y ? -1 : x < y ? 1 : 0));
     // ts is stored descending: versions older than a given one come after it in key order.
@@ -134,10 +145,16 @@ export function planWrites(
       range: { startOpen: prefix(ref.key, ref.family, ref.hash, ts.toString()), endClosed: prefix(ref.key, ref.family, ref.hash) },
     });
     const keep = policy.maxVersions ?? Infinity;
+    // Expired means older than the cutoff; a version exactly at it is still kept.
+    const cutoff = policy.maxAgeSeconds === undefined ? undefined : nowMicros - BigInt(policy.maxAgeSeconds) * 1_000_000n;
+    const firstExpired = cutoff === undefined ? -1 : newest.findIndex((ts) => ts < cutoff);
+    const kept = Math.min(newest.length, keep, firstExpired === -1 ? Infinity : firstExpired);
+    if (newest.length - kept === 1) {
+      writes.push({ kind: 'deleteKey', key: prefix(ref.key, ref.family, ref.hash, (newest[kept] as Micros).toString()) });
+      continue;
+    }
     if (newest.length > keep) writes.push(olderThan(newest[keep - 1] as Micros));
-    if (policy.maxAgeSeconds !== undefined) {
-      // Expired means older than the cutoff; a version exactly at it is still kept.
-      const cutoff = nowMicros - BigInt(policy.maxAgeSeconds) * 1_000_000n;
+    if (cutoff !== undefined) {
       const oldest = newest[Math.min(newest.length, keep) - 1];
       if (oldest !== undefined && oldest < cutoff) writes.push(olderThan(cutoff));
     }

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { type Database, type Instance, Snapshot, Spanner, type SpannerOptions, type Transaction } from '@google-cloud/spanner';
+import { type Database, type Instance, type Snapshot, Spanner, type SpannerOptions, type Transaction } from '@google-cloud/spanner';
 import { credentials, status as GrpcStatus } from '@grpc/grpc-js';
 import type { Logger } from 'pino';
 import { StoreError, callerGone } from '../errors.ts';
@@ -17,11 +17,14 @@ import type {
   TableRef,
   TableSchema,
 } from '../store.ts';
+import { queueWrites } from './client-messages.ts';
 import { tolerateSpannerClientRejections } from './client-rejections.ts';
+import { CpuSlices } from './cpu-slices.ts';
 import { SPANNER_CAPABILITIES, SPANNER_LIMITS } from './limits.ts';
 import { type CellRow, RowAssembler, selectedFamilies } from './row-reads.ts';
-import { type CellWrite, type ColumnRef, columnId, columnsToRead, planWrites } from './row-writes.ts';
+import { columnsToRead, planWrites } from './row-writes.ts';
 import { ensureSchema } from './schema.ts';
+import { readVersions } from './stored-versions.ts';
 import { grpcCode, toStoreError } from './spanner-errors.ts';
 import { TransactionQueue } from './transaction-queue.ts';
 
@@ -241,14 +244,15 @@ export class SpannerStore implements DataStore {
         return results;
       }
       const valid = entries.filter((_, index) => results[index] === undefined);
-      const reads = columnsToRead(table.policies, valid);
-      const stored = reads.length === 0 ? new Map<string, Micros[]>() : await readVersions(transaction, table.tableId, reads, options);
-      const writes = planWrites(table.tableId, table.policies, valid, stored, BigInt(Date.now()) * 1000n);
+      const slices = new CpuSlices();
+      const reads = await columnsToRead(table.policies, valid, slices);
+      const stored = reads.length === 0 ? new Map<string, Micros[]>() : await readVersions(transaction, table.tableId, reads, () => gaxOptions(options), slices);
+      const writes = await planWrites(table.tableId, table.policies, valid, stored, BigInt(Date.now()) * 1000n, slices);
       if (writes.length === 0) {
         await transaction.rollback();
         return results;
       }
-      queueWrites(transaction, writes);
+      await queueWrites(transaction, writes, slices);
       await transaction.commit({ gaxOptions: gaxOptions(options) });
       return results;
     });
@@ -274,7 +278,9 @@ export class SpannerStore implements DataStore {
         });
         const assembler = new RowAssembler(table.policies, selection, BigInt(Date.now()) * 1000n);
         const rows = new Map<string, Row>();
+        const slices = new CpuSlices();
         for (const cell of cells as CellRow[]) {
+          if (slices.due()) await slices.next();
           const row = assembler.add(cell);
           if (row !== undefined) rows.set(row.key.toString('hex'), row);
         }
@@ -657,50 +663,6 @@ async function readCatalog(reader: Snapshot, name: string, options: CallOptions)
   if (row === undefined) return undefined;
   const families = (JSON.parse(row.families) as FamilySpec[]).map((family) => ({ name: family.name, ...policyOf(family) }));
   return { tableId: row.table_id, families, policies: new Map(families.map((family) => [family.name, policyOf(family)])) };
-}
-
-/** The stored timestamps of each column, newest first. */
-async function readVersions(transaction: Transaction, tableId: string, columns: readonly ColumnRef[], options: CallOptions): Promise<Map<string, Micros[]>> {
-  const [rows] = await transaction.read('kvcrud_cells', {
-    ranges: columns.map((column) => {
-      const prefix = [tableId, column.key, column.family, column.hash];
-      return { startClosed: prefix, endClosed: prefix };
-    }),
-    columns: ['row_key', 'family', 'col_hash', 'ts'],
-    ...READ_JSON,
-    gaxOptions: gaxOptions(options),
-  });
-  const stored = new Map<string, Micros[]>();
-  for (const row of rows as unknown as Array<{ row_key: Buffer; family: string; col_hash: Buffer; ts: { value: string } }>) {
-    const id = columnId(row.row_key, row.family, row.col_hash);
-    const timestamps = stored.get(id) ?? [];
-    timestamps.push(BigInt(row.ts.value));
-    stored.set(id, timestamps);
-  }
-  return stored;
-}
-
-/**
- * Buffers the writes as the commit's mutations, in order: Spanner applies a commit's mutations in
- * the order they are listed. Runs of upserts become one mutation each. A range delete has no
- * method of its own in the client (deleteRows takes whole keys), so it is queued as the Mutation
- * message itself, with the client's own KeySet encoding, on the list deleteRows queues to.
- */
-function queueWrites(transaction: Transaction, writes: readonly CellWrite[]): void {
-  const queued = (transaction as unknown as { _queuedMutations: unknown[] })._queuedMutations;
-  for (let index = 0; index < writes.length; ) {
-    const first = writes[index] as CellWrite;
-    let end = index + 1;
-    while (end < writes.length && (writes[end] as CellWrite).kind === first.kind) end++;
-    const run = writes.slice(index, end);
-    if (first.kind === 'upsert') {
-      transaction.upsert('kvcrud_cells', run.map((write) => (write as Extract<CellWrite, { kind: 'upsert' }>).row));
-    } else {
-      const ranges = run.map((write) => (write as Extract<CellWrite, { kind: 'deleteRange' }>).range);
-      queued.push({ delete: { table: 'kvcrud_cells', keySet: Snapshot.encodeKeySet({ ranges }) } });
-    }
-    index = end;
-  }
 }
 
 function policyOf(family: FamilyPolicy): FamilyPolicy {
