@@ -1,5 +1,5 @@
 import type { Transaction } from '@google-cloud/spanner';
-import type { CpuSlices } from './cpu-slices.ts';
+import type { Turns } from '../turns.ts';
 import type { CellRange, CellRecord, CellWrite } from './row-writes.ts';
 
 /**
@@ -63,11 +63,11 @@ class Mutation {
 const CELL_COLUMNS = ['table_id', 'row_key', 'family', 'col_hash', 'ts', 'col', 'value'] as const satisfies ReadonlyArray<keyof CellRecord>;
 
 /** The KeySet of a read or delete of these ranges. */
-export async function keySetOf(ranges: readonly CellRange[], slices: CpuSlices): Promise<{ ranges: KeyRange[] }> {
+export async function keySetOf(ranges: readonly CellRange[], slices: Turns): Promise<{ ranges: KeyRange[] }> {
   const encoded: KeyRange[] = [];
   const encoder = new ListEncoder();
   for (const range of ranges) {
-    if (slices.due()) await slices.next();
+    if (slices.dueAfterItem()) await slices.next();
     encoded.push(new KeyRange(range, encoder));
   }
   return { ranges: encoded };
@@ -78,7 +78,7 @@ export async function keySetOf(ranges: readonly CellRange[], slices: CpuSlices):
  * the order they are listed. Runs of upserts become one mutation each, and so do runs of deletes
  * of ranges or of keys. The mutations go on the list the client's own upsert and deleteRows queue to.
  */
-export async function queueWrites(transaction: Transaction, writes: readonly CellWrite[], slices: CpuSlices): Promise<void> {
+export async function queueWrites(transaction: Transaction, writes: readonly CellWrite[], slices: Turns): Promise<void> {
   const queued = (transaction as unknown as { _queuedMutations: unknown[] })._queuedMutations;
   for (let index = 0; index < writes.length; ) {
     const first = writes[index] as CellWrite;
@@ -89,7 +89,7 @@ export async function queueWrites(transaction: Transaction, writes: readonly Cel
       const values: ListValue[] = [];
       const encoder = new ListEncoder();
       for (const write of run) {
-        if (slices.due()) await slices.next();
+        if (slices.dueAfterItem()) await slices.next();
         const row = (write as Extract<CellWrite, { kind: 'upsert' }>).row;
         values.push(encoder.encode(CELL_COLUMNS.map((column) => row[column])));
       }
@@ -101,7 +101,7 @@ export async function queueWrites(transaction: Transaction, writes: readonly Cel
       const keys: ListValue[] = [];
       const encoder = new ListEncoder();
       for (const write of run) {
-        if (slices.due()) await slices.next();
+        if (slices.dueAfterItem()) await slices.next();
         keys.push(encoder.encode((write as Extract<CellWrite, { kind: 'deleteKey' }>).key));
       }
       queued.push(new Mutation('delete', { table: 'kvcrud_cells', keySet: { keys } }));

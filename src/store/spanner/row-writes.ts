@@ -1,7 +1,7 @@
 import { hash } from 'node:crypto';
 import { StoreError } from '../errors.ts';
 import type { FamilyPolicy, Micros, RowMutations } from '../store.ts';
-import type { CpuSlices } from './cpu-slices.ts';
+import type { Turns } from '../turns.ts';
 import { BYTES_PER_COMMIT, MUTATIONS_PER_COMMIT } from './limits.ts';
 
 /** A key range of kvcrud_cells, as the client's KeyRange takes it. */
@@ -50,11 +50,11 @@ export function columnId(key: Buffer, family: string, hash: Buffer): string {
  * The columns whose stored versions planWrites needs: those a `set` writes in a family with a
  * retention policy. Every other write is blind.
  */
-export async function columnsToRead(policies: ReadonlyMap<string, FamilyPolicy>, entries: readonly RowMutations[], slices: CpuSlices): Promise<ColumnRef[]> {
+export async function columnsToRead(policies: ReadonlyMap<string, FamilyPolicy>, entries: readonly RowMutations[], slices: Turns): Promise<ColumnRef[]> {
   const columns = new Map<string, ColumnRef>();
   for (const entry of entries) {
     for (const mutation of entry.mutations) {
-      if (slices.due()) await slices.next();
+      if (slices.dueAfterItem()) await slices.next();
       if (mutation.type !== 'set' || !hasPolicy(policies.get(mutation.family))) continue;
       const hash = columnHash(mutation.column);
       columns.set(columnId(entry.key, mutation.family, hash), { key: entry.key, family: mutation.family, hash });
@@ -86,7 +86,7 @@ export async function planWrites(
   entries: readonly RowMutations[],
   stored: ReadonlyMap<string, readonly Micros[]>,
   nowMicros: Micros,
-  slices: CpuSlices,
+  slices: Turns,
 ): Promise<CellWrite[]> {
   const writes: CellWrite[] = [];
   // The versions each tracked column holds once the writes before the trims are applied.
@@ -107,7 +107,7 @@ export async function planWrites(
   for (const entry of entries) {
     const key = entry.key;
     for (const mutation of entry.mutations) {
-      if (slices.due()) await slices.next();
+      if (slices.dueAfterItem()) await slices.next();
       switch (mutation.type) {
         case 'set': {
           const hash = columnHash(mutation.column);
@@ -136,7 +136,7 @@ export async function planWrites(
     }
   }
   for (const { ref, timestamps } of versions.values()) {
-    if (slices.due()) await slices.next();
+    if (slices.dueAfterItem()) await slices.next();
     const policy = policies.get(ref.family) ?? {};
     const newest = [...timestamps].sort((x, y) => (x > y ? -1 : x < y ? 1 : 0));
     // ts is stored descending: versions older than a given one come after it in key order.

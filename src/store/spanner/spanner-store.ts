@@ -19,7 +19,7 @@ import type {
 } from '../store.ts';
 import { queueWrites } from './client-messages.ts';
 import { tolerateSpannerClientRejections } from './client-rejections.ts';
-import { CpuSlices } from './cpu-slices.ts';
+import { Turns } from '../turns.ts';
 import { SPANNER_CAPABILITIES, SPANNER_LIMITS } from './limits.ts';
 import { type CellRow, RowAssembler, selectedFamilies } from './row-reads.ts';
 import { columnsToRead, planWrites } from './row-writes.ts';
@@ -244,7 +244,7 @@ export class SpannerStore implements DataStore {
         return results;
       }
       const valid = entries.filter((_, index) => results[index] === undefined);
-      const slices = new CpuSlices();
+      const slices = new Turns();
       const reads = await columnsToRead(table.policies, valid, slices);
       const stored = reads.length === 0 ? new Map<string, Micros[]>() : await readVersions(transaction, table.tableId, reads, () => gaxOptions(options), slices);
       const writes = await planWrites(table.tableId, table.policies, valid, stored, BigInt(Date.now()) * 1000n, slices);
@@ -278,9 +278,9 @@ export class SpannerStore implements DataStore {
         });
         const assembler = new RowAssembler(table.policies, selection, BigInt(Date.now()) * 1000n);
         const rows = new Map<string, Row>();
-        const slices = new CpuSlices();
+        const slices = new Turns();
         for (const cell of cells as CellRow[]) {
-          if (slices.due()) await slices.next();
+          if (slices.dueAfterItem()) await slices.next();
           const row = assembler.add(cell);
           if (row !== undefined) rows.set(row.key.toString('hex'), row);
         }

@@ -1,7 +1,7 @@
 import type { Transaction } from '@google-cloud/spanner';
 import type { Micros } from '../store.ts';
 import { keySetOf } from './client-messages.ts';
-import type { CpuSlices } from './cpu-slices.ts';
+import type { Turns } from '../turns.ts';
 import { type CellRange, type ColumnRef, columnId } from './row-writes.ts';
 
 /**
@@ -31,7 +31,7 @@ export type ReadSettings = () => object;
  * readVersions: the stored timestamps of each of these columns, newest first, keyed by columnId,
  * read in the write's transaction.
  */
-export async function readVersions(transaction: Transaction, tableId: string, columns: readonly ColumnRef[], settings: ReadSettings, slices: CpuSlices): Promise<Map<string, Micros[]>> {
+export async function readVersions(transaction: Transaction, tableId: string, columns: readonly ColumnRef[], settings: ReadSettings, slices: Turns): Promise<Map<string, Micros[]>> {
   const families = new Map<string, ColumnRef[]>();
   for (const column of columns) {
     const id = `${column.key.toString('hex')}/${column.family}`;
@@ -51,7 +51,7 @@ export async function readVersions(transaction: Transaction, tableId: string, co
     }
     const wanted = new Set<string>();
     for (const column of named) {
-      if (slices.due()) await slices.next();
+      if (slices.dueAfterItem()) await slices.next();
       wanted.add(columnId(column.key, column.family, column.hash));
     }
     await collect(stored, cells, slices, wanted);
@@ -83,9 +83,9 @@ async function readCells(transaction: Transaction, keySet: object, settings: Rea
 }
 
 /** Adds each cell's timestamp to its column's, in key order (newest first); only the wanted columns', when given. */
-async function collect(stored: Map<string, Micros[]>, cells: readonly StoredCell[], slices: CpuSlices, wanted?: ReadonlySet<string>): Promise<void> {
+async function collect(stored: Map<string, Micros[]>, cells: readonly StoredCell[], slices: Turns, wanted?: ReadonlySet<string>): Promise<void> {
   for (const cell of cells) {
-    if (slices.due()) await slices.next();
+    if (slices.dueAfterItem()) await slices.next();
     const id = columnId(cell.row_key, cell.family, cell.col_hash);
     if (wanted !== undefined && !wanted.has(id)) continue;
     const timestamps = stored.get(id) ?? [];
