@@ -10,11 +10,12 @@
  * pages' sizes. Compare the peak with the 300 MB docs/performance.md asks for under load.
  *
  * Pages and batchGet answers hold their rows within the answer budget (answer-budget.ts): under
- * many scans at once, pages end early and there are more of them. On a 2-core AMD EPYC VM (24 GB,
- * Node 24.21, load average 1.4-3.9), from about 300 MB before the reads, the peaks were
- * 613-651 MB for the default 8 scans (758-839 MB without the budget), 630-701 MB with
- * `--concurrency 16` (848-1,031 MB) and 623-716 MB with `--batch-get` (759-808 MB); what makes up
- * the rest is in docs/performance.md.
+ * many scans at once, pages end early and there are more of them. With that budget, answers
+ * rendered a chunk at a time, and the service's fixed mmap threshold, on a 2-core AMD EPYC VM
+ * (24 GB, Node 24.21, load average 1.5-3.0), from 268-277 MB before the reads, the peaks were
+ * 448-484 MB for the default 8 scans (758-839 MB without the three), 459-473 MB with
+ * `--concurrency 16` (848-1,031 MB) and 395-432 MB with `--batch-get` (759-808 MB); the rest is
+ * in docs/performance.md.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
