@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { ColumnSelector, KeyRange } from '../store/store.ts';
+import { readVarint, varint } from '../store/varint.ts';
 import { ApiError } from './errors.ts';
 import { commonPrefixLength } from './key-ranges.ts';
 
@@ -85,10 +86,10 @@ export function decodePageToken(query: ScanQuery, token: string): ScanPosition {
   let offset = 2;
   let remaining: number | undefined;
   if ((flags & FLAG_HAS_LIMIT) !== 0) {
-    [remaining, offset] = readVarint(body, offset);
+    [remaining, offset] = readTokenVarint(body, offset);
     if (remaining < 1) throw invalidToken();
   }
-  const [shared, restStart] = readVarint(body, offset);
+  const [shared, restStart] = readTokenVarint(body, offset);
   const base = (flags & FLAG_BASE_IS_END) !== 0 ? query.range.end : query.range.start;
   if (shared > (base?.length ?? 0)) throw invalidToken();
   const resume = Buffer.concat([base?.subarray(0, shared) ?? Buffer.alloc(0), body.subarray(restStart)]);
@@ -150,26 +151,9 @@ function tag(query: ScanQuery, body: Buffer): Buffer {
   return hash.digest().subarray(0, TAG_BYTES);
 }
 
-/** Unsigned LEB128 of a non-negative safe integer. */
-function varint(value: number): number[] {
-  const bytes: number[] = [];
-  let rest = value;
-  while (rest >= 0x80) {
-    bytes.push((rest % 0x80) | 0x80);
-    rest = Math.floor(rest / 0x80);
-  }
-  bytes.push(rest);
-  return bytes;
-}
-
-function readVarint(bytes: Buffer, start: number): [number, number] {
-  let value = 0;
-  let scale = 1;
-  for (let offset = start; offset < bytes.length && offset < start + 7; offset += 1) {
-    const byte = bytes[offset] ?? 0;
-    value += (byte & 0x7f) * scale;
-    if ((byte & 0x80) === 0) return [value, offset + 1];
-    scale *= 0x80;
-  }
-  throw invalidToken();
+/** The varint at `start`: at most 7 bytes, which hold any count a token carries. */
+function readTokenVarint(bytes: Buffer, start: number): [number, number] {
+  const read = readVarint(bytes, start, 7);
+  if (read === undefined) throw invalidToken();
+  return read;
 }
