@@ -107,6 +107,10 @@ describe('bigtable: the emulator killed under load, then a new one started on th
       await sleep(100);
     }
     const recoveredMs = Date.now() - restarted;
+    // A second for every connection of the client to be back: under a whole suite's load, a call
+    // right after /readyz turned 200 was once still answered 503.
+    phase = 'settling';
+    await sleep(1000);
     phase = 'recovered';
     await sleep(1500);
     stop = true;
