@@ -1,5 +1,6 @@
 import type { Transaction } from '@google-cloud/spanner';
 import type { Turns } from '../turns.ts';
+import type { CommitEncoder } from './commit-request.ts';
 import type { CellRange, CellRecord, CellWrite } from './row-writes.ts';
 
 /**
@@ -74,16 +75,24 @@ export async function keySetOf(ranges: readonly CellRange[], slices: Turns): Pro
 }
 
 /**
- * Buffers the writes as the commit's mutations, in order: Spanner applies a commit's mutations in
- * the order they are listed. Runs of upserts become one mutation each, and so do runs of deletes
- * of ranges or of keys. The mutations go on the list the client's own upsert and deleteRows queue to.
+ * Rows or keys per mutation. Each mutation is encoded as it is queued (commit-request.ts), and
+ * 250 rows take a few milliseconds. Spanner counts a commit's mutations by the cells and keys
+ * they write, not by the messages that hold them.
  */
-export async function queueWrites(transaction: Transaction, writes: readonly CellWrite[], slices: Turns): Promise<void> {
+const ROWS_PER_MUTATION = 250;
+
+/**
+ * Buffers the writes as the commit's mutations, in order: Spanner applies a commit's mutations in
+ * the order they are listed. Runs of upserts become mutations of up to ROWS_PER_MUTATION rows, and
+ * so do runs of deletes of ranges or of keys. The mutations go on the list the client's own upsert
+ * and deleteRows queue to, each encoded for the commit with `encoder` when there is one.
+ */
+export async function queueWrites(transaction: Transaction, writes: readonly CellWrite[], slices: Turns, encoder: CommitEncoder | undefined): Promise<void> {
   const queued = (transaction as unknown as { _queuedMutations: unknown[] })._queuedMutations;
   for (let index = 0; index < writes.length; ) {
     const first = writes[index] as CellWrite;
     let end = index + 1;
-    while (end < writes.length && (writes[end] as CellWrite).kind === first.kind) end++;
+    while (end < writes.length && end - index < ROWS_PER_MUTATION && (writes[end] as CellWrite).kind === first.kind) end++;
     const run = writes.slice(index, end);
     if (first.kind === 'upsert') {
       const values: ListValue[] = [];
@@ -106,6 +115,8 @@ export async function queueWrites(transaction: Transaction, writes: readonly Cel
       }
       queued.push(new Mutation('delete', { table: 'kvcrud_cells', keySet: { keys } }));
     }
+    encoder?.encode(queued.at(-1) as Mutation);
+    await slices.pause();
     index = end;
   }
 }

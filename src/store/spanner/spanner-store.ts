@@ -18,6 +18,7 @@ import type {
   TableSchema,
 } from '../store.ts';
 import { queueWrites } from './client-messages.ts';
+import { commitEncoder } from './commit-request.ts';
 import { tolerateSpannerClientRejections } from './client-rejections.ts';
 import { Turns } from '../turns.ts';
 import { SPANNER_CAPABILITIES, SPANNER_LIMITS } from './limits.ts';
@@ -252,7 +253,7 @@ export class SpannerStore implements DataStore {
         await transaction.rollback();
         return results;
       }
-      await queueWrites(transaction, writes, slices);
+      await queueWrites(transaction, writes, slices, await commitEncoder((database.parent as Instance).parent as Spanner));
       await transaction.commit({ gaxOptions: gaxOptions(options) });
       return results;
     });
