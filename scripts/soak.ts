@@ -1,5 +1,6 @@
 /**
  * npm run soak [-- --duration 180 --interval 10 --connections 16 --window 300 --redis redis://127.0.0.1:6380 | --spanner 127.0.0.1:9010]
+ *                [--instance NAME]
  *
  * Holds a steady mixed load (half writes of 1 KiB rows, half reads of written rows) on the real
  * service, started as its own process, for a bounded time, and prints per interval: requests/s,
@@ -9,6 +10,15 @@
  * The embedded store in a temporary directory by default; with BIGTABLE_EMULATOR_HOST set, Bigtable
  * through that emulator; with --redis, the Redis store on that server, and with --spanner, the
  * Spanner store on that emulator (each from a STORES_FILE).
+ *
+ * --instance names the instance (Bigtable, Redis, Spanner) and lets the soak carry on with a table
+ * an earlier soak left there. A second, short soak on the first one's data, with a new service
+ * process, tells whether a slowdown lives in the service or in the store: the service starts
+ * afresh, the stored rows do not.
+ *
+ * Each interval also prints how long a fixed reference work took in this process (the median of
+ * samples every 5 s, bench/machine-speed.ts): when it rises with the service's CPU per request, the
+ * machine slowed, not the service.
  *
  * When the run is long enough, it ends with the steady-state checks of docs/performance.md: the
  * last 5 minutes against the first 5 after warm-up (the first two intervals) for throughput and
@@ -20,6 +30,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
+import { referenceWorkMs } from '../bench/machine-speed.ts';
 import { cpuTimeMs } from '../bench/proc-stats.ts';
 import autocannon from 'autocannon';
 
@@ -32,6 +43,7 @@ const { values } = parseArgs({
     spanner: { type: 'string' },
     // The length of the first and last windows the steady-state checks compare.
     window: { type: 'string', default: '300' },
+    instance: { type: 'string' },
   },
 });
 const durationS = Number(values.duration);
@@ -46,7 +58,7 @@ const ROOT = new URL('../', import.meta.url).pathname;
 const emulator = process.env['BIGTABLE_EMULATOR_HOST'];
 const dataDir = mkdtempSync(join(tmpdir(), 'kvcrud-soak-'));
 const fromStoresFile = values.redis !== undefined || values.spanner !== undefined;
-const instance = emulator === undefined && !fromStoresFile ? 'local' : `soak-${process.pid}`;
+const instance = values.instance ?? (emulator === undefined && !fromStoresFile ? 'local' : `soak-${process.pid}`);
 const storesFile = join(dataDir, 'stores.yaml');
 if (values.redis !== undefined) writeFileSync(storesFile, `stores:\n  redis: { driver: redis, url: "${values.redis}", instances: [${instance}] }\n`);
 if (values.spanner !== undefined) {
@@ -85,7 +97,9 @@ const created = await fetch(`${baseUrl}/v1/${instance}/createTable`, {
   headers: { 'content-type': 'application/json' },
   body: JSON.stringify({ tableName: table, columnFamily: 'cf' }),
 });
-if (created.status !== 201) throw new Error(`createTable answered ${created.status}`);
+// A named instance may hold an earlier soak's table: carry on with its rows.
+const reused = values.instance !== undefined && created.status === 409;
+if (created.status !== 201 && !reused) throw new Error(`createTable answered ${created.status}`);
 
 // 10,000 rows, rewritten over and over: the table grows by versions, as a busy real table would.
 const ROWS = 10_000;
@@ -98,19 +112,24 @@ interface Interval {
   latencies: number[];
   non2xx: number;
   errors: number;
+  /** The reference work's time, sampled every 5 s. */
+  reference: number[];
 }
-let current: Interval = { latencies: [], non2xx: 0, errors: 0 };
+const newInterval = (): Interval => ({ latencies: [], non2xx: 0, errors: 0, reference: [] });
+let current = newInterval();
 const statuses = new Map<number, number>();
 
+const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? 0;
 const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0;
 const table_ = (cells: Array<string | number>) => cells.map((cell) => String(cell).padStart(9)).join(' ');
 
 process.stdout.write(
   `kvcrud soak: ${storeName}, ${connections} connections, ` +
-    `${durationS} s, half writes (1 KiB) and half reads, pid ${service.pid}\n`,
+    `${durationS} s, half writes (1 KiB) and half reads, pid ${service.pid}` +
+    `${reused ? `, on the rows already in table ${table} of ${instance}` : ''}\n`,
 );
 // CPU per request of the service: flat while throughput falls means the backend slowed, not kvcrud.
-process.stdout.write(`${table_(['t (s)', 'req/s', 'p50 ms', 'p99 ms', 'max ms', 'non-2xx', 'errors', 'RSS MiB', 'CPU µs/req'])}\n`);
+process.stdout.write(`${table_(['t (s)', 'req/s', 'p50 ms', 'p99 ms', 'max ms', 'non-2xx', 'errors', 'RSS MiB', 'CPU µs/req', 'ref ms'])}\n`);
 
 let finish: (result: autocannon.Result) => void = () => {};
 const finished = new Promise<autocannon.Result>((resolve) => (finish = resolve));
@@ -148,12 +167,17 @@ const started = Date.now();
 const rssSamples: number[] = [];
 /** Per interval: requests answered and their latencies, for the steady-state checks. */
 const intervals: number[][] = [];
+/** Per interval: the median time of the reference work. */
+const references: number[] = [];
+const sampler = setInterval(() => current.reference.push(referenceWorkMs()), 5000);
 let lastCpuMs = cpuTimeMs(service.pid ?? 0);
 const report = () => {
   const interval = current;
-  current = { latencies: [], non2xx: 0, errors: 0 };
+  current = newInterval();
   const sorted = interval.latencies.sort((a, b) => a - b);
   intervals.push(sorted);
+  const reference = median(interval.reference);
+  references.push(reference);
   const cpuMs = cpuTimeMs(service.pid ?? 0);
   const cpuPerRequest = sorted.length === 0 ? 0 : ((cpuMs - lastCpuMs) * 1000) / sorted.length;
   lastCpuMs = cpuMs;
@@ -170,12 +194,14 @@ const report = () => {
       interval.errors,
       rss.toFixed(1),
       Math.round(cpuPerRequest),
+      reference.toFixed(2),
     ])}\n`,
   );
 };
 const timer = setInterval(report, intervalS * 1000);
 const result = await finished;
 clearInterval(timer);
+clearInterval(sampler);
 
 const afterWarmUp = rssSamples[Math.min(1, rssSamples.length - 1)] ?? 0;
 const last = rssSamples.at(-1) ?? 0;
@@ -197,6 +223,8 @@ if (intervals.length >= 2 + 2 * window) {
   };
   const first = summary(intervals.slice(2, 2 + window));
   const lastFive = summary(intervals.slice(-window));
+  const firstReference = median(references.slice(2, 2 + window));
+  const lastReference = median(references.slice(-window));
   const throughput = lastFive.reqPerSec / first.reqPerSec;
   const growth = last - afterWarmUp;
   const verdict = (ok: boolean) => (ok ? 'met   ' : 'MISSED');
@@ -204,7 +232,8 @@ if (intervals.length >= 2 + 2 * window) {
     `steady state, first ${window * intervalS} s after warm-up → last ${window * intervalS} s:\n` +
       `  ${verdict(throughput >= 0.9)} throughput ${Math.round(first.reqPerSec)} → ${Math.round(lastFive.reqPerSec)} req/s (${throughput.toFixed(2)}×, target ≥ 0.9×)\n` +
       `  ${verdict(lastFive.p99 <= first.p99 * 1.25)} p99 ${first.p99.toFixed(1)} → ${lastFive.p99.toFixed(1)} ms (flat: at most 1.25×)\n` +
-      `  ${verdict(growth < 20)} RSS growth after warm-up ${growth.toFixed(1)} MiB (target < 20 MiB)\n`,
+      `  ${verdict(growth < 20)} RSS growth after warm-up ${growth.toFixed(1)} MiB (target < 20 MiB)\n` +
+      `  the machine: the reference work took ${firstReference.toFixed(2)} → ${lastReference.toFixed(2)} ms (${(lastReference / firstReference).toFixed(2)}×)\n`,
   );
 }
 
