@@ -49,7 +49,11 @@ export function commitEncoder(spanner: Spanner): Promise<CommitEncoder | undefin
   if (client?.initialize === undefined) return Promise.resolve(undefined);
   let encoder = encoders.get(client);
   if (encoder === undefined) {
-    encoder = client.initialize().then((stub) => joinEncodedMutations(stub as SpannerStub));
+    // A client whose stub cannot be had fails its own calls; its commits are left to it.
+    encoder = client.initialize().then(
+      (stub) => joinEncodedMutations(stub as SpannerStub),
+      () => undefined,
+    );
     encoders.set(client, encoder);
   }
   return encoder;
