@@ -56,8 +56,13 @@ if (!(durationS > 0 && intervalS > 0 && connections > 0)) {
 
 const ROOT = new URL('../', import.meta.url).pathname;
 const emulator = process.env['BIGTABLE_EMULATOR_HOST'];
-const dataDir = mkdtempSync(join(tmpdir(), 'kvcrud-soak-'));
 const fromStoresFile = values.redis !== undefined || values.spanner !== undefined;
+if (values.instance !== undefined && emulator === undefined && !fromStoresFile) {
+  // The embedded store serves one instance, in a data directory the soak removes when it ends.
+  process.stderr.write('--instance needs BIGTABLE_EMULATOR_HOST, --redis or --spanner: the embedded store has only the instance "local"\n');
+  process.exit(2);
+}
+const dataDir = mkdtempSync(join(tmpdir(), 'kvcrud-soak-'));
 const instance = values.instance ?? (emulator === undefined && !fromStoresFile ? 'local' : `soak-${process.pid}`);
 const storesFile = join(dataDir, 'stores.yaml');
 if (values.redis !== undefined) writeFileSync(storesFile, `stores:\n  redis: { driver: redis, url: "${values.redis}", instances: [${instance}] }\n`);
