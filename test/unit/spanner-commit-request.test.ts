@@ -21,7 +21,7 @@ describe('Spanner commit requests encoded as mutations are queued', () => {
 
   before(async () => {
     // The generated client's definition of Commit: its stub connects to nothing until a call is made.
-    const probe = new v1.SpannerClient({ servicePath: '127.0.0.1', port: 9, sslCreds: credentials.createInsecure() });
+    const probe = new v1.SpannerClient({ servicePath: '127.0.0.1', port: 9, sslCreds: credentials.createInsecure(), universeDomain: 'googleapis.com' });
     commit = ((await probe.initialize()) as unknown as { constructor: { service: { Commit: Commit } } }).constructor.service.Commit;
     await probe.close();
 
@@ -36,7 +36,7 @@ describe('Spanner commit requests encoded as mutations are queued', () => {
     const port = await new Promise<number>((resolve, reject) =>
       server.bindAsync('127.0.0.1:0', ServerCredentials.createInsecure(), (error, bound) => (error ? reject(error) : resolve(bound))),
     );
-    client = new v1.SpannerClient({ servicePath: '127.0.0.1', port, sslCreds: credentials.createInsecure() });
+    client = new v1.SpannerClient({ servicePath: '127.0.0.1', port, sslCreds: credentials.createInsecure(), universeDomain: 'googleapis.com' });
     encoder = joinEncodedMutations((await client.initialize()) as never) as CommitEncoder;
     expect(encoder, 'the generated stub has the shape the store expects').to.not.equal(undefined);
   });
