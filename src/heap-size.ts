@@ -6,6 +6,8 @@
  * runs under, so `npm start` and a bare `node dist/index.js` need no flags.
  */
 
+import { setFlagsFromString } from 'node:v8';
+
 const MIB = 1024 * 1024;
 
 /** With no memory limit (a laptop, a VM), the service sizes itself as for a 512 MiB container. */
@@ -49,6 +51,17 @@ export function heapSizeChosenBy(execArgv: readonly string[], nodeOptions: strin
 
 export function heapFlags(choice: HeapChoice): string[] {
   return [`--max-old-space-size=${choice.maxOldSpaceMiB}`, `--max-semi-space-size=${choice.maxSemiSpaceMiB}`];
+}
+
+/**
+ * Lets each worker thread's heap be sized by its own `resourceLimits`. The flags that size the
+ * main thread's heap would size every worker thread's too, overriding those limits
+ * (nodejs/node#43991): the embedded store's SQLite threads each took 16 MiB semi-spaces and the
+ * main thread's old space. V8 reads the flags when it makes an isolate, so clearing them once the
+ * main thread runs leaves its heap as chosen and changes only the threads started later.
+ */
+export function releaseHeapFlags(): void {
+  for (const flag of ['--max-old-space-size=0', '--max-semi-space-size=0', '--max-heap-size=0']) setFlagsFromString(flag);
 }
 
 /**

@@ -6,7 +6,7 @@
  * imported only after.
  */
 import { totalmem } from 'node:os';
-import { HEAP_CHOICE_VARIABLE, allocatorEnvironment, heapChoice, heapFlags, heapSizeChosenBy } from './heap-size.ts';
+import { HEAP_CHOICE_VARIABLE, allocatorEnvironment, heapChoice, heapFlags, heapSizeChosenBy, releaseHeapFlags } from './heap-size.ts';
 
 // process.execve is missing where the platform has no execve (Windows): Node's defaults then.
 if (process.execve !== undefined && !heapSizeChosenBy(process.execArgv, process.env['NODE_OPTIONS'])) {
@@ -17,6 +17,9 @@ if (process.execve !== undefined && !heapSizeChosenBy(process.execArgv, process.
     [HEAP_CHOICE_VARIABLE]: JSON.stringify(choice),
   });
 }
+
+// Whoever chose the main thread's heap, the threads started from here on are sized by their own limits.
+releaseHeapFlags();
 
 const { startTracing, tracingRequested } = await import('./telemetry/tracing.ts');
 if (tracingRequested(process.env)) await startTracing();

@@ -3,8 +3,10 @@ import { type AddressInfo, createServer as createNetServer } from 'node:net';
 import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir, totalmem } from 'node:os';
 import { dirname, join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { expect } from 'chai';
 import { heapChoice } from '../../src/heap-size.ts';
+import { THREAD_RESOURCE_LIMITS } from '../../src/store/embedded/embedded-store.ts';
 import { ApiClient } from '../support/api-client.ts';
 import { emulatorHost } from '../support/emulator.ts';
 import { closedPort } from '../support/fake-backends.ts';
@@ -249,6 +251,36 @@ describe('the service process', () => {
         expect(own.heap['heapLimitMiB']).to.be.within(700, 1000);
         const threshold = await startLine({ MALLOC_MMAP_THRESHOLD_: '1048576' });
         expect(threshold.environment).to.include('MALLOC_MMAP_THRESHOLD_=1048576');
+      } finally {
+        rmSync(dataDir, { recursive: true, force: true });
+      }
+    });
+
+    it("gives each SQLite thread the heap the embedded store sizes for it, whoever sized the main thread's", async function () {
+      this.timeout(60_000);
+      const dataDir = mkdtempSync(join(tmpdir(), 'kvcrud-thread-heaps-'));
+      const lines = (file: string) => (existsSync(file) ? readFileSync(file, 'utf8').trim().split('\n') : []);
+      const threadHeapsMiB = async (nodeOptions: string) => {
+        const file = join(dataDir, 'thread-heaps');
+        rmSync(file, { force: true });
+        const imported = `--import ${join(dirname(new URL(import.meta.url).pathname), '../support/thread-heaps.ts')}`;
+        const service = await runService(cleanEnv({ PORT: '0', DATA_DIR: dataDir, THREAD_HEAPS_FILE: file, NODE_OPTIONS: `${imported} ${nodeOptions}` }));
+        try {
+          // The threads are running once the service listens; their figures follow as they answer.
+          for (let waited = 0; waited < 5000 && lines(file).length < 3; waited += 50) await sleep(50);
+          return lines(file).map(Number);
+        } finally {
+          await service.stop();
+        }
+      };
+      try {
+        const { maxOldGenerationSizeMb = 0, maxYoungGenerationSizeMb = 0 } = THREAD_RESOURCE_LIMITS;
+        // The limit V8 reports is the old generation's plus the young generation's.
+        for (const nodeOptions of ['', '--max-old-space-size=700 --max-semi-space-size=32']) {
+          const limits = await threadHeapsMiB(nodeOptions);
+          expect(limits, nodeOptions).to.have.length(3);
+          for (const limit of limits) expect(limit, nodeOptions).to.be.within(maxOldGenerationSizeMb, maxOldGenerationSizeMb + maxYoungGenerationSizeMb);
+        }
       } finally {
         rmSync(dataDir, { recursive: true, force: true });
       }

@@ -30,7 +30,10 @@ export interface EmbeddedStoreOptions {
   readonly dataDir: string;
   /** Read-only connections, each on its own thread (default 2): a long read on one leaves the other free. */
   readonly readers?: number;
-  /** Bounds on each SQLite thread's heap; a thread that passes them ends, and its calls fail with UNAVAILABLE. */
+  /**
+   * Bounds on each SQLite thread's heap (default THREAD_RESOURCE_LIMITS); a thread that passes them
+   * ends, and its calls fail with UNAVAILABLE.
+   */
   readonly threadResourceLimits?: ResourceLimits;
 }
 
@@ -38,6 +41,14 @@ export interface EmbeddedStoreOptions {
 export const DATABASE_FILE = 'kvcrud.sqlite';
 
 const DEFAULT_READERS = 2;
+/**
+ * Each SQLite thread's heap: a 12 MiB young generation (4 MiB semi-spaces) and at most 128 MiB of
+ * old space, whatever sizes the main thread's (heap-size.ts). A thread keeps no data between calls,
+ * only the garbage of the call it runs, so a small young generation is collected often and cheaply.
+ * Under a 30-minute soak each thread's heap stayed at 11-23 MiB and the process's RSS grew 11.9 MiB;
+ * with the main thread's 16 MiB semi-spaces the threads grew to 29-37 MiB and RSS by 73.8 MiB.
+ */
+export const THREAD_RESOURCE_LIMITS: ResourceLimits = Object.freeze({ maxOldGenerationSizeMb: 128, maxYoungGenerationSizeMb: 12 });
 /** Rows a scan asks its thread for at once: small enough that the first rows come quickly. */
 const SCAN_CHUNK_ROWS = 256;
 /** Mutations encoded in one turn of the event loop; a request with more is encoded over several. */
@@ -104,7 +115,7 @@ export class EmbeddedStore implements DataStore {
     this.#lock = lock;
     const file = join(dataDir, DATABASE_FILE);
     const cancelled = new SharedArrayBuffer(CANCEL_SLOTS * Int32Array.BYTES_PER_ELEMENT);
-    const limits = options.threadResourceLimits;
+    const limits = options.threadResourceLimits ?? THREAD_RESOURCE_LIMITS;
     this.#writer = new ThreadClient('writer', file, cancelled, limits);
     this.#readers = Array.from({ length: Math.max(1, options.readers ?? DEFAULT_READERS) }, () => new ThreadClient('reader', file, cancelled, limits));
   }
