@@ -8,6 +8,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
+import { releaseHeapFlags } from '../../../src/heap-size.ts';
 import { EmbeddedStore } from '../../../src/store/embedded/embedded-store.ts';
 import type { Mutation, Row } from '../../../src/store/store.ts';
 import { StallMonitor } from '../../support/loop-stalls.ts';
@@ -17,6 +18,8 @@ const ref = { instance: 'local', table: 'wide' };
 const options = () => ({ deadline: Date.now() + 120_000 });
 const wide = wideRowMutations();
 
+// As the service does: the heap flags it runs with size its main thread, not the SQLite threads.
+releaseHeapFlags();
 const dataDir = mkdtempSync(join(tmpdir(), 'kvcrud-event-loop-'));
 const store = await EmbeddedStore.open({ dataDir });
 try {
