@@ -39,8 +39,9 @@ const RATE_CHECK_INTERVAL_MS = 250;
 const STRICT_UTF8 = new TextDecoder('utf-8', { fatal: true });
 /**
  * A body of this size or more is decoded this many bytes per turn of the event loop, and parsed in
- * a turn of its own: joining, decoding and parsing a 7.8 MB body in one go held the loop for
- * 75-100 ms. JSON.parse, 30-40 ms for such a body, is the one piece left that cannot be cut.
+ * a turn of its own. Joining, decoding and parsing a 7.8 MB body in one go was the longest piece of
+ * a large write (157-188 ms under the profiler, two at once). JSON.parse, 20-40 ms for such a body
+ * (bench/event-loop.ts), is the one piece left that cannot be cut.
  */
 const PIECE_BYTES = 1024 * 1024;
 // What may come before the first value, per RFC 8259; a body must be an object or an array.
