@@ -12,6 +12,13 @@ const CHUNK_CHARS = 64 * 1024;
 const SLICE_MS = 5;
 
 /**
+ * Text short of this is never cut for time: sending it is cheaper than a turn, and on a busy
+ * machine the clock also runs while the process waits for a core, so a short answer would go out
+ * chunked, without its length, now and then.
+ */
+const MIN_CUT_CHARS = 4 * 1024;
+
+/**
  * setJsonAnswer makes `value` the response body, as JSON. A small answer goes out as one text, as
  * Koa would render it. An answer with a long list (a row of 100,000 cells, a scan page of large
  * rows) is rendered item by item, a chunk at a time, with other requests served between chunks,
@@ -72,8 +79,10 @@ function nextChunk(pieces: Iterator<string>): { readonly text: string; readonly 
     const piece = pieces.next();
     if (piece.done === true) return { text, done: true };
     text += piece.value;
-    // Time is checked too, every 64 pieces: many small items may be slow to render.
-    if (text.length >= CHUNK_CHARS || ((count & 63) === 0 && performance.now() - started >= SLICE_MS)) return { text, done: false };
+    // Time is checked too, every 64 pieces: many items may be slow to render.
+    if (text.length >= CHUNK_CHARS || ((count & 63) === 0 && text.length >= MIN_CUT_CHARS && performance.now() - started >= SLICE_MS)) {
+      return { text, done: false };
+    }
   }
 }
 
