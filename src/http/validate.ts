@@ -157,6 +157,67 @@ class ProblemReport {
   }
 }
 
+/** What an item-wise rule finds at the first item that breaks it: a joi error code and the values its message names. */
+export interface ItemProblem {
+  readonly code: string;
+  readonly local?: Record<string, unknown>;
+}
+
+/** One run of an item-wise rule: it is given an array's items in order, and answers at the first that breaks the rule. */
+export type ItemCheck = (item: unknown, index: number) => ItemProblem | undefined;
+
+interface FoundProblem extends ItemProblem {
+  readonly index: number;
+}
+
+type CustomMethod = Joi.CustomValidator<unknown[]>;
+
+const itemwiseStarts = new WeakMap<CustomMethod, () => ItemCheck>();
+/** What collectArray's slices found, by array and rule (undefined: nothing), for the rule's joi pass to report. */
+const foundInSlices = new WeakMap<readonly unknown[], Map<CustomMethod, FoundProblem | undefined>>();
+
+/**
+ * itemwise makes a joi custom rule of a whole array (`.custom(itemwise(start))`) out of a check
+ * that looks at one item at a time. A joi pass runs it over every item at once. When validate
+ * takes a large array apart, it runs the check on each item as it goes, between slices, so a rule
+ * over 100,000 items does not hold the event loop either; the rule's joi pass then only reports
+ * what was found, with the schema's own messages.
+ */
+export function itemwise(start: () => ItemCheck): CustomMethod {
+  const rule: CustomMethod = (items, helpers) => {
+    const sliced = foundInSlices.get(items);
+    const found = sliced?.has(rule) ? sliced.get(rule) : firstProblem(start(), items);
+    if (found === undefined) return items;
+    return helpers.error(found.code, found.local, { ...helpers.state, path: [...(helpers.state.path ?? []), found.index] });
+  };
+  itemwiseStarts.set(rule, start);
+  return rule;
+}
+
+function firstProblem(check: ItemCheck, items: readonly unknown[]): FoundProblem | undefined {
+  for (let index = 0; index < items.length; index++) {
+    const problem = check(items[index], index);
+    if (problem !== undefined) return { ...problem, index };
+  }
+  return undefined;
+}
+
+const itemwiseCache = new WeakMap<Joi.Schema, ReadonlyArray<readonly [CustomMethod, () => ItemCheck]>>();
+
+/** An array schema's item-wise rules, each with what starts a run of it. */
+function itemwiseRules(schema: Joi.Schema): ReadonlyArray<readonly [CustomMethod, () => ItemCheck]> {
+  let rules = itemwiseCache.get(schema);
+  if (rules === undefined) {
+    const described = (schema.describe().rules ?? []) as Array<{ name: string; args?: { method?: CustomMethod } }>;
+    rules = described.flatMap(({ name, args }) => {
+      const start = name === 'custom' && args?.method !== undefined ? itemwiseStarts.get(args.method) : undefined;
+      return start === undefined || args?.method === undefined ? [] : [[args.method, start] as const];
+    });
+    itemwiseCache.set(schema, rules);
+  }
+  return rules;
+}
+
 /** Checks a small value in one joi pass: adds its problems and returns its validated value. */
 function checkWhole(schema: Joi.Schema, value: unknown, path: Path, report: ProblemReport): unknown {
   const result = schema.validate(value, report.everyProblem);
@@ -188,11 +249,19 @@ async function collectArray(schema: Joi.Schema, value: unknown[], path: Path, re
     return value;
   }
   const checked: unknown[] = [];
+  const runs = itemwiseRules(schema).map(([rule, start]) => ({ rule, check: start(), found: undefined as FoundProblem | undefined }));
   for (const [index, element] of value.entries()) {
     const at = [...path, index];
-    checked.push(hasAtMostNodes(element, report.bounds.wholePassNodes) ? checkWhole(item, element, at, report) : await collect(item, element, at, report, slicer));
+    const valid = hasAtMostNodes(element, report.bounds.wholePassNodes) ? checkWhole(item, element, at, report) : await collect(item, element, at, report, slicer);
+    checked.push(valid);
+    for (const run of runs) {
+      if (run.found !== undefined) continue;
+      const problem = run.check(valid, index);
+      if (problem !== undefined) run.found = { ...problem, index };
+    }
     if (slicer.due) await slicer.yield();
   }
+  foundInSlices.set(checked, new Map(runs.map((run) => [run.rule, run.found])));
   // The array's own rules (length, uniqueness, custom ones), without checking its items again.
   return checkWhole(arrayRules(schema), checked, path, report);
 }

@@ -1,8 +1,8 @@
 import { expect } from 'chai';
 import fc from 'fast-check';
-import type Joi from 'joi';
+import Joi from 'joi';
 import { insertDataBody, deleteTableBody } from '../../src/http/v1/schemas.ts';
-import { MAX_REPORTED_ERRORS, VALIDATION_BOUNDS, type ValidationBounds, validate } from '../../src/http/validate.ts';
+import { MAX_REPORTED_ERRORS, VALIDATION_BOUNDS, type ValidationBounds, itemwise, validate } from '../../src/http/validate.ts';
 import { ApiError, type FieldError } from '../../src/service/errors.ts';
 
 interface Refusal {
@@ -134,6 +134,60 @@ describe('validate', () => {
       }),
       { numRuns: 200 },
     );
+  });
+
+  it('refuses items that are not objects once each, without a second problem from the column check', async () => {
+    const body = { tableName: 't', rowKeyId: 'r', data: [null, 5, cell('cf'), cell('cf')] };
+    const expected = [
+      { path: 'data[0]', message: 'cell must be of type object' },
+      { path: 'data[1]', message: 'cell must be of type object' },
+      { path: 'data[3]', message: 'data[3] writes the same column as data[2]' },
+    ];
+    expect((await refusal(insertDataBody, body)).errors).to.deep.equal(expected);
+    expect(everyProblem(insertDataBody, body)).to.deep.equal(expected);
+  });
+
+  it('finds a repeated column at the end of 100,000 cells, and names it as joi does in one pass', async function () {
+    this.timeout(60_000);
+    const data = Array.from({ length: 100_000 }, (_, i) => cell('cf', `c${i}`));
+    data[99_999] = cell('cf', 'c7');
+    const body = { tableName: 't', rowKeyId: 'r', data };
+    const expected = [{ path: 'data[99999]', message: 'data[99999] writes the same column as data[7]' }];
+    expect((await refusal(insertDataBody, body)).errors).to.deep.equal(expected);
+    expect(everyProblem(insertDataBody, body)).to.deep.equal(expected);
+  });
+
+  it("runs an array's item-wise rule once per item, between other work, when the array is taken apart", async function () {
+    this.timeout(60_000);
+    let turn = 0;
+    let ticking = true;
+    const tick = () => {
+      turn += 1;
+      if (ticking) setImmediate(tick);
+    };
+    setImmediate(tick);
+    const turnsSeen = new Set<number>();
+    let calls = 0;
+    const schema = Joi.array()
+      .items(Joi.number())
+      .custom(
+        itemwise(() => (item, index) => {
+          calls += 1;
+          turnsSeen.add(turn);
+          return item === -1 ? { code: 'array.unique', local: { dupePos: index - 1 } } : undefined;
+        }),
+      )
+      .messages({ 'array.unique': '{{#label}} repeats [{{#dupePos}}]' });
+    try {
+      const numbers = Array.from({ length: 200_000 }, (_, i) => i);
+      numbers[150_000] = -1;
+      expect((await refusal(schema, numbers)).errors).to.deep.equal([{ path: '[150000]', message: '[150000] repeats [149999]' }]);
+    } finally {
+      ticking = false;
+    }
+    // Items after the first problem are not looked at, and the rule's own joi pass did not run it again.
+    expect(calls).to.equal(150_001);
+    expect(turnsSeen.size, 'turns of the event loop the rule ran in').to.be.above(1);
   });
 
   it('lets other work run while it checks a large input', async function () {

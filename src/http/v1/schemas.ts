@@ -7,6 +7,7 @@
  */
 import { isUtf8 } from 'node:buffer';
 import Joi, { type CustomHelpers } from 'joi';
+import { itemwise } from '../validate.ts';
 import { BASE64, NAME_LIMITS, base64Length, columnFamily, tableName, wellFormed } from '../schemas.ts';
 
 export const LIMITS = Object.freeze({
@@ -81,49 +82,44 @@ function columnOf(cell: { columnName?: unknown; encoding?: unknown }): { readonl
   return isUtf8(bytes) ? { text: true, name: bytes.toString('utf8') } : { text: false, name: bytes.toString('base64') };
 }
 
-/** The columns of a row seen so far, per family: text names, then names of other bytes. */
+/** The columns of a row seen so far, per family (text names, then names of other bytes), with where each was first. */
 class ColumnsSeen {
-  readonly #families = new Map<unknown, [Set<string>, Set<string>]>();
-  // Cells of one family tend to come together: its sets are kept at hand.
+  readonly #families = new Map<unknown, [Map<string, number>, Map<string, number>]>();
+  // Cells of one family tend to come together: its maps are kept at hand.
   #family: unknown;
-  #sets: [Set<string>, Set<string>] | undefined;
+  #names: [Map<string, number>, Map<string, number>] | undefined;
 
-  /** Adds the cell's column; false when it was seen already. */
-  add(cell: Record<string, unknown>): boolean {
+  /** Adds the cell at `position`; if its column was seen already, answers where. */
+  add(cell: Record<string, unknown>, position: number): number | undefined {
     const family = cell['columnFamily'];
-    if (this.#sets === undefined || family !== this.#family) {
-      this.#sets = this.#families.get(family) ?? [new Set<string>(), new Set<string>()];
-      this.#families.set(family, this.#sets);
+    if (this.#names === undefined || family !== this.#family) {
+      this.#names = this.#families.get(family) ?? [new Map<string, number>(), new Map<string, number>()];
+      this.#families.set(family, this.#names);
       this.#family = family;
     }
     // Text names, the common case, are taken as they are, without building a column for them.
-    const text = cell['encoding'] !== 'base64';
-    const column = text ? undefined : columnOf(cell);
-    const names = this.#sets[column === undefined || column.text ? 0 : 1];
-    const before = names.size;
-    return names.add(column?.name ?? (typeof cell['columnName'] === 'string' ? cell['columnName'] : '')).size !== before;
+    const column = cell['encoding'] === 'base64' ? columnOf(cell) : undefined;
+    const names = this.#names[column === undefined || column.text ? 0 : 1];
+    const name = column?.name ?? (typeof cell['columnName'] === 'string' ? cell['columnName'] : '');
+    const first = names.get(name);
+    if (first === undefined) names.set(name, position);
+    return first;
   }
 }
 
 /**
- * Refuses a second cell for a column, in linear time (Joi's comparator form is quadratic). The
- * first cell of a repeated column is looked for only once one is found.
+ * Refuses a second cell for a column, in linear time (Joi's comparator form is quadratic), one
+ * cell at a time so that a large row is checked in slices. Cells that are not objects are
+ * refused by their own schema and skipped here.
  */
-function distinctColumns(cells: Array<Record<string, unknown>>, helpers: CustomHelpers) {
+const distinctColumns = itemwise(() => {
   const seen = new ColumnsSeen();
-  for (let position = 0; position < cells.length; position++) {
-    const cell = cells[position] as Record<string, unknown>;
-    if (seen.add(cell)) continue;
-    const column = columnOf(cell);
-    const dupePos = cells.findIndex((other) => {
-      if (other['columnFamily'] !== cell['columnFamily']) return false;
-      const seenColumn = columnOf(other);
-      return seenColumn.text === column.text && seenColumn.name === column.name;
-    });
-    return helpers.error('array.unique', { dupePos }, { ...helpers.state, path: [...(helpers.state.path ?? []), position] });
-  }
-  return cells;
-}
+  return (cell, position) => {
+    if (typeof cell !== 'object' || cell === null) return undefined;
+    const dupePos = seen.add(cell as Record<string, unknown>, position);
+    return dupePos === undefined ? undefined : { code: 'array.unique', local: { dupePos } };
+  };
+});
 
 /** The v1 request shapes, as the schemas below leave them. */
 export interface CreateTableBody {
