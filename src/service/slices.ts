@@ -19,17 +19,28 @@ export function isLarge(items: number): boolean {
   return items > ONE_GO_ITEMS;
 }
 
-/** items.map(map), yielding to the event loop every SLICE_MS for a large input. */
-export async function mapInSlices<T, U>(items: readonly T[], map: (item: T, index: number) => U): Promise<U[]> {
-  if (!isLarge(items.length)) return items.map(map);
-  const mapped: U[] = new Array<U>(items.length);
+/** Calls visit on each item in order, yielding to the event loop every SLICE_MS for a large input. */
+export async function forEachInSlices<T>(items: readonly T[], visit: (item: T, index: number) => void): Promise<void> {
+  if (!isLarge(items.length)) {
+    items.forEach(visit);
+    return;
+  }
   let since = performance.now();
   for (let index = 0; index < items.length; index++) {
-    mapped[index] = map(items[index] as T, index);
+    visit(items[index] as T, index);
     if ((index & 255) === 255 && performance.now() - since >= SLICE_MS) {
       await nextTurn();
       since = performance.now();
     }
   }
+}
+
+/** items.map(map), yielding to the event loop every SLICE_MS for a large input. */
+export async function mapInSlices<T, U>(items: readonly T[], map: (item: T, index: number) => U): Promise<U[]> {
+  if (!isLarge(items.length)) return items.map(map);
+  const mapped: U[] = new Array<U>(items.length);
+  await forEachInSlices(items, (item, index) => {
+    mapped[index] = map(item, index);
+  });
   return mapped;
 }

@@ -1,5 +1,6 @@
 import { ApiError } from '../../service/errors.ts';
 import type { MutationFields, MutationInput } from '../../service/rows.ts';
+import { forEachInSlices } from '../../service/slices.ts';
 import { parseTimestamp } from '../../service/timestamps.ts';
 import type { FamilySpec } from '../../store/store.ts';
 import { bodyBytes } from './bytes.ts';
@@ -57,12 +58,12 @@ export function mutationFields(keyPath: string, path: string, mutations: readonl
 
 /**
  * Refuses a write with two cells of the same family, column and timestamp (or both without one):
- * one would silently replace the other.
+ * one would silently replace the other. A large write is checked in slices.
  */
-export function requireDistinctCells(cells: readonly MutationInput[]): void {
+export async function requireDistinctCells(cells: readonly MutationInput[]): Promise<void> {
   const seen = new Map<string, number>();
-  for (const [index, cell] of cells.entries()) {
-    if (cell.type !== 'set') continue;
+  await forEachInSlices(cells, (cell, index) => {
+    if (cell.type !== 'set') return;
     const identity = `${cell.family}\u0000${cell.column.toString('base64')}\u0000${cell.timestampMicros ?? ''}`;
     const first = seen.get(identity);
     if (first !== undefined) {
@@ -70,5 +71,5 @@ export function requireDistinctCells(cells: readonly MutationInput[]): void {
       throw new ApiError('VALIDATION_FAILED', `${message}.`, { errors: [{ path: `cells[${index}]`, message }] });
     }
     seen.set(identity, index);
-  }
+  });
 }

@@ -168,7 +168,7 @@ export const V2_OPERATIONS: readonly Operation[] = [
       const base64 = inBase64(query);
       const key = urlBytes(params.key, base64);
       const cells = await mapInSlices(body.cells, (cell) => setOf(cell, base64));
-      requireDistinctCells(cells);
+      await requireDistinctCells(cells);
       await services.rows.mutate(target(params), key, cells, cellFields('key'), { signal });
       return { key: renderKey(key, base64).key, cellsWritten: cells.length };
     },
