@@ -5,6 +5,7 @@ import { ApiError } from '../../service/errors.ts';
 import { nextTurn } from '../../service/slices.ts';
 import type { AppState } from '../app-state.ts';
 import { type BodyBudget, COUNTED_BODY_BYTES } from '../body-budget.ts';
+import { parseInPieces } from '../json-pieces.ts';
 import { shorten } from '../quoted.ts';
 
 const JSON_TYPES = ['application/json', '+json'];
@@ -38,10 +39,9 @@ const RATE_CHECK_INTERVAL_MS = 250;
 // JSON text is UTF-8 (RFC 8259 §8.1). fatal: bytes that are not UTF-8 are an error, not U+FFFD.
 const STRICT_UTF8 = new TextDecoder('utf-8', { fatal: true });
 /**
- * A body of this size or more is decoded this many bytes per turn of the event loop, and parsed in
- * a turn of its own. Joining, decoding and parsing a 7.8 MB body in one go was the longest piece of
- * a large write (157-188 ms under the profiler, two at once). JSON.parse, 20-40 ms for such a body
- * (bench/event-loop.ts), is the one piece left that cannot be cut.
+ * A body of this size or more is decoded this many bytes per turn of the event loop, and parsed a
+ * piece at a time (json-pieces.ts). Joining, decoding and parsing a 7.8 MB body in one go was the
+ * longest piece of a large write (157-188 ms under the profiler, two at once).
  */
 const PIECE_BYTES = 1024 * 1024;
 // What may come before the first value, per RFC 8259; a body must be an object or an array.
@@ -141,7 +141,8 @@ async function takeTurn(ctx: Context, options: JsonBodyOptions, compressed: bool
 
 /**
  * Parses the bytes of a body as a JSON object or array in UTF-8, or throws MALFORMED_JSON. A large
- * body gives the event loop a turn before each piece of PIECE_BYTES and before it is parsed.
+ * body gives the event loop a turn before each piece of PIECE_BYTES it decodes, and between the
+ * pieces it parses.
  */
 export async function parseJson(bytes: Uint8Array): Promise<unknown> {
   let text: string;
@@ -151,13 +152,16 @@ export async function parseJson(bytes: Uint8Array): Promise<unknown> {
     throw new ApiError('MALFORMED_JSON', 'The body is not valid UTF-8. Send bytes that are not UTF-8 text in base64.');
   }
   if (!OBJECT_OR_ARRAY.test(text)) throw new ApiError('MALFORMED_JSON', 'The body is not a JSON object or array.');
-  if (bytes.length >= PIECE_BYTES) await nextTurn();
   try {
-    // bourne: JSON.parse that refuses `__proto__` keys, which could pollute prototypes downstream.
-    return bourne.parse(text, { protoAction: 'error' });
+    return bytes.length < PIECE_BYTES ? safeParse(text) : await parseInPieces(text, safeParse);
   } catch (error) {
     throw new ApiError('MALFORMED_JSON', `The body is not a valid JSON object or array${whereJsonBreaks(error)}.`);
   }
+}
+
+/** JSON.parse that refuses `__proto__` keys (bourne), which could pollute prototypes downstream. */
+function safeParse(text: string): unknown {
+  return bourne.parse(text, { protoAction: 'error' });
 }
 
 /** Strict UTF-8 decoding a piece at a time, each in a turn of its own; throws on bytes that are not UTF-8. */

@@ -1,0 +1,102 @@
+import bourne from '@hapi/bourne';
+import { expect } from 'chai';
+import fc from 'fast-check';
+import { parseInPieces, walkInPieces } from '../../src/http/json-pieces.ts';
+
+/** What JSON.parse gives for `text`: its value, or its error's message. */
+function jsonParse(text: string): { value: unknown } | { error: string } {
+  try {
+    return { value: JSON.parse(text) };
+  } catch (error) {
+    return { error: (error as Error).message };
+  }
+}
+
+async function inPieces(text: string, pieceChars: number, parse: (text: string) => unknown = JSON.parse): Promise<{ value: unknown } | { error: string }> {
+  try {
+    return { value: await parseInPieces(text, parse, pieceChars) };
+  } catch (error) {
+    return { error: (error as Error).message };
+  }
+}
+
+describe('parseInPieces', () => {
+  it('parses any JSON in pieces to what JSON.parse gives, whatever the piece size (fast-check)', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.jsonValue(), fc.constantFrom(undefined, 1, '\t', ' \r\n'), fc.integer({ min: 1, max: 64 }), async (value, indent, pieceChars) => {
+        const text = JSON.stringify(value, null, indent);
+        // Without falling back to one parse of the whole text, but where a `__proto__` key asks for it.
+        const parsed = text.includes('"__proto__"') ? await parseInPieces(text, JSON.parse, pieceChars) : await walkInPieces(text, JSON.parse, pieceChars);
+        expect(parsed, text).to.deep.equal(JSON.parse(text));
+      }),
+      { numRuns: 1000 },
+    );
+  });
+
+  it('fails on malformed JSON as JSON.parse does, with its message (fast-check)', async () => {
+    const broken = fc
+      .tuple(fc.jsonValue({ maxDepth: 4 }), fc.nat(), fc.constantFrom('', ',', ']', '}', '"', ':', '\\', 'x', '[', '{', ' '))
+      .map(([value, at, insert]) => {
+        const text = JSON.stringify({ v: value, w: [value, value] });
+        const cut = at % text.length;
+        // One character replaced by another (or removed).
+        return text.slice(0, cut) + insert + text.slice(cut + 1);
+      });
+    await fc.assert(
+      fc.asyncProperty(broken, fc.integer({ min: 1, max: 32 }), async (text, pieceChars) => {
+        expect(await inPieces(text, pieceChars), text).to.deep.equal(jsonParse(text));
+      }),
+      { numRuns: 2000 },
+    );
+  });
+
+  it('keeps repeated keys as JSON.parse does: the last value, in the place of the first', async () => {
+    const large = JSON.stringify(Array.from({ length: 50 }, (_, i) => i));
+    const text = `{"a": ${large}, "b": 1, "a": 2, "c": {"d": ${large}, "d": [3]}, "b": ${large}}`;
+    const value = await walkInPieces(text, JSON.parse, 16);
+    expect(value).to.deep.equal(JSON.parse(text));
+    expect(Object.keys(value as object)).to.deep.equal(['a', 'b', 'c']);
+  });
+
+  it('takes escaped quotes and backslashes in strings as they are', async () => {
+    const text = JSON.stringify({ 'k\\': ['a\\', '\\"', '"]}', '\\\\"', 'x'.repeat(40)], '"': { '{': '}' } });
+    for (const pieceChars of [1, 2, 5, 9, 30]) expect(await walkInPieces(text, JSON.parse, pieceChars)).to.deep.equal(JSON.parse(text));
+  });
+
+  it('refuses a `__proto__` key anywhere, as the parse it is given does on the whole text', async () => {
+    const parse = (text: string) => bourne.parse(text, { protoAction: 'error' });
+    const items = Array.from({ length: 100 }, (_, i) => ({ n: i }));
+    for (const body of [
+      `{"data": ${JSON.stringify(items)}, "__proto__": {"x": 1}}`,
+      `{"data": ${JSON.stringify(items)}, "__proto__": ${JSON.stringify(items)}}`,
+      `{"data": [${JSON.stringify(items).slice(1, -1)}, {"__proto__": 1}]}`,
+    ]) {
+      const result = await inPieces(body, 16, parse);
+      expect(result, body.slice(-40)).to.deep.equal({ error: 'Object contains forbidden prototype property' });
+    }
+    // JSON.parse alone takes `__proto__` as an own key.
+    const own = (await parseInPieces(`{"a": ${JSON.stringify(items)}, "__proto__": [1]}`, JSON.parse, 16)) as Record<string, unknown>;
+    expect(Object.getOwnPropertyNames(own)).to.deep.equal(['a', '__proto__']);
+    expect(Object.getPrototypeOf(own)).to.equal(Object.prototype);
+  });
+
+  it('parses a 7.8 MB body in pieces, letting other work run between them', async function () {
+    this.timeout(60_000);
+    const text = JSON.stringify({
+      tableName: 'wide',
+      rowKeyId: 'wide',
+      data: Array.from({ length: 100_000 }, (_, i) => ({ columnFamily: 'cf', columnName: `column ${i}`, columnValue: `value ${i}` })),
+    });
+    let turns = 0;
+    let ticking = true;
+    const tick = () => {
+      turns += 1;
+      if (ticking) setImmediate(tick);
+    };
+    setImmediate(tick);
+    const value = await walkInPieces(text, JSON.parse);
+    ticking = false;
+    expect(value).to.deep.equal(JSON.parse(text));
+    expect(turns, 'turns of the event loop during the parse').to.be.above(2);
+  });
+});
