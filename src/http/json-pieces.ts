@@ -17,6 +17,13 @@ import { nextTurn } from '../service/slices.ts';
  */
 export const PIECE_CHARS = 64 * 1024;
 
+/**
+ * Most large arrays and objects walked one inside another; deeper text is left to one parse. Each
+ * level scans up to a piece of the next before it knows it is large, so deep nesting would cost
+ * time quadratic in the text, and a call stack as deep.
+ */
+export const MAX_LARGE_DEPTH = 32;
+
 /** Most time spent walking before other work gets its turn. */
 const SLICE_MS = 5;
 
@@ -42,7 +49,7 @@ export async function parseInPieces(text: string, parse: Parse, pieceChars: numb
  */
 export async function walkInPieces(text: string, parse: Parse, pieceChars: number = PIECE_CHARS): Promise<unknown> {
   const walk = new Walk(text, parse, pieceChars);
-  const { value, end } = await walk.value(walk.skipSpace(0));
+  const { value, end } = await walk.value(walk.skipSpace(0), 0);
   if (walk.skipSpace(end) !== text.length) throw new NotInPieces();
   return value;
 }
@@ -70,19 +77,20 @@ class Walk {
     return position;
   }
 
-  /** The value starting at `start`, and where it ends. */
-  async value(start: number): Promise<{ value: unknown; end: number }> {
+  /** The value starting at `start`, within `depth` large arrays and objects, and where it ends. */
+  async value(start: number, depth: number): Promise<{ value: unknown; end: number }> {
     const end = this.#smallEnd(start);
     if (end !== undefined) return { value: this.#parse(this.#text.slice(start, end)), end };
     const open = this.#text.charCodeAt(start);
-    if (open === OPEN_ARRAY) return this.#array(start);
-    if (open === OPEN_OBJECT) return this.#object(start);
+    if ((open === OPEN_ARRAY || open === OPEN_OBJECT) && depth >= MAX_LARGE_DEPTH) throw new NotInPieces();
+    if (open === OPEN_ARRAY) return this.#array(start, depth + 1);
+    if (open === OPEN_OBJECT) return this.#object(start, depth + 1);
     // A string or number of more than a piece: one piece of its own.
     const scalarEnd = open === QUOTE ? this.#stringEnd(start) : this.#scalarEnd(start);
     return { value: this.#parse(this.#text.slice(start, scalarEnd)), end: scalarEnd };
   }
 
-  async #array(start: number): Promise<{ value: unknown[]; end: number }> {
+  async #array(start: number, depth: number): Promise<{ value: unknown[]; end: number }> {
     const items: unknown[] = [];
     let position = this.skipSpace(start + 1);
     if (this.#text.charCodeAt(position) === CLOSE_ARRAY) return { value: items, end: position + 1 };
@@ -99,7 +107,7 @@ class Walk {
       const end = this.#smallEnd(position);
       if (end === undefined) {
         flush();
-        const large = await this.value(position);
+        const large = await this.value(position, depth);
         items.push(large.value);
         position = large.end;
       } else {
@@ -120,7 +128,7 @@ class Walk {
     }
   }
 
-  async #object(start: number): Promise<{ value: Record<string, unknown>; end: number }> {
+  async #object(start: number, depth: number): Promise<{ value: Record<string, unknown>; end: number }> {
     const members: Record<string, unknown> = {};
     let position = this.skipSpace(start + 1);
     if (this.#text.charCodeAt(position) === CLOSE_OBJECT) return { value: members, end: position + 1 };
@@ -147,7 +155,7 @@ class Walk {
         const key = JSON.parse(this.#text.slice(position, keyEnd)) as string;
         // Left to `parse` to refuse (or take) as it would in one go.
         if (key === '__proto__') throw new NotInPieces();
-        const large = await this.value(valueStart);
+        const large = await this.value(valueStart, depth);
         members[key] = large.value;
         position = large.end;
       } else {

@@ -1,7 +1,7 @@
 import bourne from '@hapi/bourne';
 import { expect } from 'chai';
 import fc from 'fast-check';
-import { parseInPieces, walkInPieces } from '../../src/http/json-pieces.ts';
+import { MAX_LARGE_DEPTH, NotInPieces, parseInPieces, walkInPieces } from '../../src/http/json-pieces.ts';
 
 /** What JSON.parse gives for `text`: its value, or its error's message. */
 function jsonParse(text: string): { value: unknown } | { error: string } {
@@ -78,6 +78,24 @@ describe('parseInPieces', () => {
     const own = (await parseInPieces(`{"a": ${JSON.stringify(items)}, "__proto__": [1]}`, JSON.parse, 16)) as Record<string, unknown>;
     expect(Object.getOwnPropertyNames(own)).to.deep.equal(['a', '__proto__']);
     expect(Object.getPrototypeOf(own)).to.equal(Object.prototype);
+  });
+
+  it(`walks at most ${MAX_LARGE_DEPTH} large arrays and objects one inside another, and leaves deeper text to one parse`, async () => {
+    // 28 levels of at least 4 characters: walked.
+    const shallow = '['.repeat(30) + ']'.repeat(30);
+    expect(await walkInPieces(shallow, JSON.parse, 4)).to.deep.equal(JSON.parse(shallow));
+    // 20,000 levels: each would scan a piece of the next, and the calls would outgrow the stack.
+    const deep = `{"a": ${'['.repeat(20_000)}${']'.repeat(20_000)}}`;
+    const refused = await walkInPieces(deep, JSON.parse, 1000).then(
+      () => undefined,
+      (error: unknown) => error,
+    );
+    expect(refused).to.be.instanceOf(NotInPieces);
+    // Parsed in one go instead (too deep for a recursive comparison: its depth is counted).
+    let value = ((await parseInPieces(deep, JSON.parse, 1000)) as { a: unknown }).a;
+    let depth = 0;
+    while (Array.isArray(value)) [value, depth] = [value[0], depth + 1];
+    expect(depth).to.equal(20_000);
   });
 
   it('parses a 7.8 MB body in pieces, letting other work run between them', async function () {
