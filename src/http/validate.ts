@@ -210,8 +210,9 @@ function itemwiseRules(schema: Joi.Schema): ReadonlyArray<readonly [CustomMethod
   if (rules === undefined) {
     const described = (schema.describe().rules ?? []) as Array<{ name: string; args?: { method?: CustomMethod } }>;
     rules = described.flatMap(({ name, args }) => {
-      const start = name === 'custom' && args?.method !== undefined ? itemwiseStarts.get(args.method) : undefined;
-      return start === undefined || args?.method === undefined ? [] : [[args.method, start] as const];
+      const method = name === 'custom' ? args?.method : undefined;
+      const start = method === undefined ? undefined : itemwiseStarts.get(method);
+      return method === undefined || start === undefined ? [] : [[method, start] as const];
     });
     itemwiseCache.set(schema, rules);
   }
