@@ -58,12 +58,27 @@ const SPACE = new Set([0x20, 0x09, 0x0a, 0x0d]);
 const [QUOTE, BACKSLASH, COMMA, COLON] = [0x22, 0x5c, 0x2c, 0x3a];
 const [OPEN_ARRAY, CLOSE_ARRAY, OPEN_OBJECT, CLOSE_OBJECT] = [0x5b, 0x5d, 0x7b, 0x7d];
 
+interface Brackets {
+  readonly text: string;
+  readonly close: number;
+}
+const ARRAY: Brackets = { text: '[]', close: CLOSE_ARRAY };
+const OBJECT: Brackets = { text: '{}', close: CLOSE_OBJECT };
+
+/** How #members reads and gathers the members of an array or an object. */
+interface Members {
+  /** Where the value of the member starting at `member` starts (after an object member's key). */
+  valueStart(member: number): number;
+  addRun(run: unknown): void;
+  addLarge(member: number, value: unknown): void;
+}
+
 class Walk {
   readonly #text: string;
   readonly #parse: Parse;
   readonly #pieceChars: number;
   #since = performance.now();
-  #members = 0;
+  #membersWalked = 0;
 
   constructor(text: string, parse: Parse, pieceChars: number) {
     this.#text = text;
@@ -92,71 +107,63 @@ class Walk {
 
   async #array(start: number, depth: number): Promise<{ value: unknown[]; end: number }> {
     const items: unknown[] = [];
-    let position = this.skipSpace(start + 1);
-    if (this.#text.charCodeAt(position) === CLOSE_ARRAY) return { value: items, end: position + 1 };
-    // A run of small items not parsed yet: from the first one's start to the last one's end.
-    let runStart = -1;
-    let runEnd = -1;
-    const flush = () => {
-      if (runStart < 0) return;
-      const parsed = this.#parse(`[${this.#text.slice(runStart, runEnd)}]`) as unknown[];
-      for (const item of parsed) items.push(item);
-      runStart = -1;
-    };
-    for (;;) {
-      const end = this.#smallEnd(position);
-      if (end === undefined) {
-        flush();
-        const large = await this.value(position, depth);
-        items.push(large.value);
-        position = large.end;
-      } else {
-        if (runStart < 0) runStart = position;
-        runEnd = end;
-        position = end;
-        if (runEnd - runStart >= this.#pieceChars) flush();
-      }
-      position = this.skipSpace(position);
-      const next = this.#text.charCodeAt(position);
-      if (next === CLOSE_ARRAY) {
-        flush();
-        return { value: items, end: position + 1 };
-      }
-      if (next !== COMMA) throw new NotInPieces();
-      position = this.skipSpace(position + 1);
-      if (this.#due()) await this.#turn();
-    }
+    const end = await this.#members(start, depth, ARRAY, {
+      valueStart: (member) => member,
+      addRun: (run) => {
+        for (const item of run as unknown[]) items.push(item);
+      },
+      addLarge: (_member, value) => items.push(value),
+    });
+    return { value: items, end };
   }
 
   async #object(start: number, depth: number): Promise<{ value: Record<string, unknown>; end: number }> {
     const members: Record<string, unknown> = {};
+    // An own `__proto__` cannot be set by assignment: such a text is left to `parse` whole, to refuse or take.
+    const add = (key: string, value: unknown) => {
+      if (key === '__proto__') throw new NotInPieces();
+      members[key] = value;
+    };
+    const end = await this.#members(start, depth, OBJECT, {
+      valueStart: (member) => {
+        if (this.#text.charCodeAt(member) !== QUOTE) throw new NotInPieces();
+        const colon = this.skipSpace(this.#stringEnd(member));
+        if (this.#text.charCodeAt(colon) !== COLON) throw new NotInPieces();
+        return this.skipSpace(colon + 1);
+      },
+      addRun: (run) => {
+        for (const [key, value] of Object.entries(run as Record<string, unknown>)) add(key, value);
+      },
+      addLarge: (member, value) => add(JSON.parse(this.#text.slice(member, this.#stringEnd(member))) as string, value),
+    });
+    return { value: members, end };
+  }
+
+  /**
+   * Walks the members of the array or object whose opening bracket is at `start`, and answers
+   * where its closing bracket ends. A run of small members is parsed as one piece, in brackets of
+   * its own, and given to `addRun`; a large member's value is walked in turn and given to
+   * `addLarge`, with where the member starts.
+   */
+  async #members(start: number, depth: number, brackets: Brackets, members: Members): Promise<number> {
+    const text = this.#text;
     let position = this.skipSpace(start + 1);
-    if (this.#text.charCodeAt(position) === CLOSE_OBJECT) return { value: members, end: position + 1 };
+    if (text.charCodeAt(position) === brackets.close) return position + 1;
+    // A run of small members not parsed yet: from the first one's start to the last one's end.
     let runStart = -1;
     let runEnd = -1;
     const flush = () => {
       if (runStart < 0) return;
-      const parsed = this.#parse(`{${this.#text.slice(runStart, runEnd)}}`) as Record<string, unknown>;
-      for (const key of Object.keys(parsed)) {
-        // An own `__proto__` cannot be set by assignment; such a text is left to `parse` whole.
-        if (key === '__proto__') throw new NotInPieces();
-        members[key] = parsed[key];
-      }
+      members.addRun(this.#parse(`${brackets.text[0]}${text.slice(runStart, runEnd)}${brackets.text[1]}`));
       runStart = -1;
     };
     for (;;) {
-      if (this.#text.charCodeAt(position) !== QUOTE) throw new NotInPieces();
-      const keyEnd = this.#stringEnd(position);
-      const valueStart = this.skipSpace(this.skipSpace(keyEnd) + 1);
-      if (this.#text.charCodeAt(this.skipSpace(keyEnd)) !== COLON) throw new NotInPieces();
+      const valueStart = members.valueStart(position);
       const end = this.#smallEnd(valueStart);
       if (end === undefined) {
         flush();
-        const key = JSON.parse(this.#text.slice(position, keyEnd)) as string;
-        // Left to `parse` to refuse (or take) as it would in one go.
-        if (key === '__proto__') throw new NotInPieces();
         const large = await this.value(valueStart, depth);
-        members[key] = large.value;
+        members.addLarge(position, large.value);
         position = large.end;
       } else {
         if (runStart < 0) runStart = position;
@@ -165,10 +172,10 @@ class Walk {
         if (runEnd - runStart >= this.#pieceChars) flush();
       }
       position = this.skipSpace(position);
-      const next = this.#text.charCodeAt(position);
-      if (next === CLOSE_OBJECT) {
+      const next = text.charCodeAt(position);
+      if (next === brackets.close) {
         flush();
-        return { value: members, end: position + 1 };
+        return position + 1;
       }
       if (next !== COMMA) throw new NotInPieces();
       position = this.skipSpace(position + 1);
@@ -234,8 +241,8 @@ class Walk {
 
   /** Whether other work is due a turn: SLICE_MS have passed (the clock is read every 64th member). */
   #due(): boolean {
-    this.#members += 1;
-    return (this.#members & 63) === 0 && performance.now() - this.#since >= SLICE_MS;
+    this.#membersWalked += 1;
+    return (this.#membersWalked & 63) === 0 && performance.now() - this.#since >= SLICE_MS;
   }
 
   async #turn(): Promise<void> {
