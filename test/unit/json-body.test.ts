@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import { parseJson } from '../../src/http/middleware/json-body.ts';
 import { ApiError } from '../../src/service/errors.ts';
+import { TurnCounter } from '../support/turns.ts';
 
 const MIB = 1024 * 1024;
 
@@ -32,16 +33,9 @@ describe('JSON bodies', () => {
 
   it('lets other work run between the pieces of a large body, and not for a small one', async () => {
     const turnsDuring = async (body: Buffer) => {
-      let turns = 0;
-      let parsed = false;
-      const count = () => {
-        turns += 1;
-        if (!parsed) setImmediate(count);
-      };
-      setImmediate(count);
+      const counter = new TurnCounter();
       await parseJson(body);
-      parsed = true;
-      return turns;
+      return counter.stop();
     };
     // Four pieces and the parse: five turns.
     expect(await turnsDuring(largeBody(3.5 * MIB).body)).to.be.at.least(5);

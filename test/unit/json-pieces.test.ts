@@ -2,6 +2,7 @@ import bourne from '@hapi/bourne';
 import { expect } from 'chai';
 import fc from 'fast-check';
 import { MAX_LARGE_DEPTH, NotInPieces, parseInPieces, walkInPieces } from '../../src/http/json-pieces.ts';
+import { TurnCounter } from '../support/turns.ts';
 
 /** What JSON.parse gives for `text`: its value, or its error's message. */
 function jsonParse(text: string): { value: unknown } | { error: string } {
@@ -105,15 +106,9 @@ describe('parseInPieces', () => {
       rowKeyId: 'wide',
       data: Array.from({ length: 100_000 }, (_, i) => ({ columnFamily: 'cf', columnName: `column ${i}`, columnValue: `value ${i}` })),
     });
-    let turns = 0;
-    let ticking = true;
-    const tick = () => {
-      turns += 1;
-      if (ticking) setImmediate(tick);
-    };
-    setImmediate(tick);
+    const counter = new TurnCounter();
     const value = await walkInPieces(text, JSON.parse);
-    ticking = false;
+    const turns = counter.stop();
     expect(value).to.deep.equal(JSON.parse(text));
     expect(turns, 'turns of the event loop during the parse').to.be.above(2);
   });

@@ -4,6 +4,7 @@ import Joi from 'joi';
 import { insertDataBody, deleteTableBody } from '../../src/http/v1/schemas.ts';
 import { MAX_REPORTED_ERRORS, VALIDATION_BOUNDS, type ValidationBounds, itemwise, validate } from '../../src/http/validate.ts';
 import { ApiError, type FieldError } from '../../src/service/errors.ts';
+import { TurnCounter } from '../support/turns.ts';
 
 interface Refusal {
   readonly detail: string;
@@ -159,13 +160,7 @@ describe('validate', () => {
 
   it("runs an array's item-wise rule once per item, between other work, when the array is taken apart", async function () {
     this.timeout(60_000);
-    let turn = 0;
-    let ticking = true;
-    const tick = () => {
-      turn += 1;
-      if (ticking) setImmediate(tick);
-    };
-    setImmediate(tick);
+    const counter = new TurnCounter();
     const turnsSeen = new Set<number>();
     let calls = 0;
     const schema = Joi.array()
@@ -173,7 +168,7 @@ describe('validate', () => {
       .custom(
         itemwise(() => (item, index) => {
           calls += 1;
-          turnsSeen.add(turn);
+          turnsSeen.add(counter.turns);
           return item === -1 ? { code: 'array.unique', local: { dupePos: index - 1 } } : undefined;
         }),
       )
@@ -183,7 +178,7 @@ describe('validate', () => {
       numbers[150_000] = -1;
       expect((await refusal(schema, numbers)).errors).to.deep.equal([{ path: '[150000]', message: '[150000] repeats [149999]' }]);
     } finally {
-      ticking = false;
+      counter.stop();
     }
     // Items after the first problem are not looked at, and the rule's own joi pass did not run it again.
     expect(calls).to.equal(150_001);
