@@ -8,7 +8,7 @@
  * it would have, with the same error. The value is the one `parse` gives for the whole text: key
  * order, repeated keys (the last wins, in the place of the first) and numbers are JSON.parse's.
  */
-import { nextTurn } from '../service/slices.ts';
+import { Turns } from '../store/turns.ts';
 
 /**
  * Characters parsed in one piece, at least: well under a millisecond of JSON.parse. A piece's text
@@ -23,9 +23,6 @@ export const PIECE_CHARS = 64 * 1024;
  * time quadratic in the text, and a call stack as deep.
  */
 export const MAX_LARGE_DEPTH = 32;
-
-/** Most time spent walking before other work gets its turn. */
-const SLICE_MS = 5;
 
 type Parse = (text: string) => unknown;
 
@@ -77,8 +74,8 @@ class Walk {
   readonly #text: string;
   readonly #parse: Parse;
   readonly #pieceChars: number;
-  #since = performance.now();
-  #membersWalked = 0;
+  // Other work gets a turn every few milliseconds of walking.
+  readonly #turns = new Turns();
 
   constructor(text: string, parse: Parse, pieceChars: number) {
     this.#text = text;
@@ -179,7 +176,7 @@ class Walk {
       }
       if (next !== COMMA) throw new NotInPieces();
       position = this.skipSpace(position + 1);
-      if (this.#due()) await this.#turn();
+      if (this.#turns.dueAfterItem()) await this.#turns.next();
     }
   }
 
@@ -237,16 +234,5 @@ class Walk {
     }
     if (position === start) throw new NotInPieces();
     return position;
-  }
-
-  /** Whether other work is due a turn: SLICE_MS have passed (the clock is read every 64th member). */
-  #due(): boolean {
-    this.#membersWalked += 1;
-    return (this.#membersWalked & 63) === 0 && performance.now() - this.#since >= SLICE_MS;
-  }
-
-  async #turn(): Promise<void> {
-    await nextTurn();
-    this.#since = performance.now();
   }
 }
