@@ -1,5 +1,6 @@
 import Joi from 'joi';
 import { ApiError, type FieldError } from '../service/errors.ts';
+import { Turns } from '../store/turns.ts';
 import { shorten } from './quoted.ts';
 
 /** Most problems a VALIDATION_FAILED answer lists; `errorCount` says how many there were in all. */
@@ -56,7 +57,8 @@ export interface RequestPart {
  */
 export async function validateParts(parts: readonly RequestPart[], bounds: ValidationBounds = VALIDATION_BOUNDS): Promise<unknown[]> {
   const report = new ProblemReport(bounds);
-  const slicer = new Slicer();
+  // Other requests get a turn every few milliseconds of checking.
+  const turns = new Turns();
   const values: unknown[] = [];
   for (const part of parts) {
     report.prefs = part.context === undefined ? {} : { context: part.context };
@@ -66,8 +68,8 @@ export async function validateParts(parts: readonly RequestPart[], bounds: Valid
       if (first.error !== undefined) report.addAll(part.schema.validate(part.value, report.everyProblem).error, []);
     } else {
       // A large part starts in a turn of its own: it was just parsed, in a stretch of its own.
-      await slicer.yield();
-      values.push(await collect(part.schema, part.value, [], report, slicer));
+      await turns.next();
+      values.push(await collect(part.schema, part.value, [], report, turns));
     }
   }
   if (report.count > 0) throw report.toError();
@@ -82,23 +84,6 @@ export interface ValidationBounds {
 }
 
 export const VALIDATION_BOUNDS: ValidationBounds = Object.freeze({ maxReported: MAX_REPORTED_ERRORS, wholePassNodes: WHOLE_PASS_NODES });
-
-/** Most time spent checking one request before other requests get their turn. */
-const SLICE_MS = 5;
-
-/** Lets other work run every SLICE_MS while a large input is checked. */
-class Slicer {
-  #since = performance.now();
-
-  get due(): boolean {
-    return performance.now() - this.#since >= SLICE_MS;
-  }
-
-  async yield(): Promise<void> {
-    await new Promise((resolve) => setImmediate(resolve));
-    this.#since = performance.now();
-  }
-}
 
 /** The first problems found, and how many in all. */
 class ProblemReport {
@@ -227,16 +212,16 @@ function checkWhole(schema: Joi.Schema, value: unknown, path: Path, report: Prob
 }
 
 /** Adds the problems of `value` at `path` to the report, taking large values apart; returns its validated value. */
-async function collect(schema: Joi.Schema, value: unknown, path: Path, report: ProblemReport, slicer: Slicer): Promise<unknown> {
+async function collect(schema: Joi.Schema, value: unknown, path: Path, report: ProblemReport, turns: Turns): Promise<unknown> {
   if (hasAtMostNodes(value, report.bounds.wholePassNodes)) return checkWhole(schema, value, path, report);
-  if (schema.type === 'array' && Array.isArray(value)) return collectArray(schema, value, path, report, slicer);
-  if (schema.type === 'object' && isPlainObject(value) && isClosed(schema)) return collectObject(schema, value, path, report, slicer);
+  if (schema.type === 'array' && Array.isArray(value)) return collectArray(schema, value, path, report, turns);
+  if (schema.type === 'object' && isPlainObject(value) && isClosed(schema)) return collectObject(schema, value, path, report, turns);
   // A large value of the wrong kind is one problem, however large.
   report.addAll(schema.validate(value, report.firstProblem).error, path);
   return value;
 }
 
-async function collectArray(schema: Joi.Schema, value: unknown[], path: Path, report: ProblemReport, slicer: Slicer): Promise<unknown> {
+async function collectArray(schema: Joi.Schema, value: unknown[], path: Path, report: ProblemReport, turns: Turns): Promise<unknown> {
   const limit: unknown = schema.$_getRule('max')?.args?.['limit'];
   if (typeof limit === 'number' && value.length > limit) {
     // Its items are not looked at: the array is refused whatever they are.
@@ -253,21 +238,21 @@ async function collectArray(schema: Joi.Schema, value: unknown[], path: Path, re
   const runs = itemwiseRules(schema).map(([rule, start]) => ({ rule, check: start(), found: undefined as FoundProblem | undefined }));
   for (const [index, element] of value.entries()) {
     const at = [...path, index];
-    const valid = hasAtMostNodes(element, report.bounds.wholePassNodes) ? checkWhole(item, element, at, report) : await collect(item, element, at, report, slicer);
+    const valid = hasAtMostNodes(element, report.bounds.wholePassNodes) ? checkWhole(item, element, at, report) : await collect(item, element, at, report, turns);
     checked.push(valid);
     for (const run of runs) {
       if (run.found !== undefined) continue;
       const problem = run.check(valid, index);
       if (problem !== undefined) run.found = { ...problem, index };
     }
-    if (slicer.due) await slicer.yield();
+    if (turns.due()) await turns.next();
   }
   foundInSlices.set(checked, new Map(runs.map((run) => [run.rule, run.found])));
   // The array's own rules (length, uniqueness, custom ones), without checking its items again.
   return checkWhole(arrayRules(schema), checked, path, report);
 }
 
-async function collectObject(schema: Joi.Schema, value: Record<string, unknown>, path: Path, report: ProblemReport, slicer: Slicer): Promise<unknown> {
+async function collectObject(schema: Joi.Schema, value: Record<string, unknown>, path: Path, report: ProblemReport, turns: Turns): Promise<unknown> {
   const members = memberSchemas(schema);
   // The object is checked whole with its small members; each large one stands in as null (present,
   // for rules between members) and is checked on its own.
@@ -288,7 +273,7 @@ async function collectObject(schema: Joi.Schema, value: Record<string, unknown>,
       large.push(key);
       set(key, null);
     }
-    if (slicer.due) await slicer.yield();
+    if (turns.due()) await turns.next();
   }
   const result = schema.validate(shallow, report.everyProblem);
   report.addAll(result.error, path, (problemPath) => large.includes(String(problemPath[0])));
@@ -296,7 +281,7 @@ async function collectObject(schema: Joi.Schema, value: Record<string, unknown>,
   const target = isPlainObject(checked) ? checked : shallow;
   for (const key of large) {
     Object.defineProperty(target, key, {
-      value: await collect(members.get(key) as Joi.Schema, value[key], [...path, key], report, slicer),
+      value: await collect(members.get(key) as Joi.Schema, value[key], [...path, key], report, turns),
       enumerable: true,
       writable: true,
       configurable: true,

@@ -1,10 +1,9 @@
-/**
- * Work over very large inputs (a row of 100,000 cells) done a slice at a time, so that one request
- * never holds the event loop for long: other requests are served between slices.
- */
+import { Turns } from '../store/turns.ts';
 
-/** Most time spent in one slice before other work gets its turn. */
-const SLICE_MS = 5;
+/**
+ * Work over very large inputs (a row of 100,000 cells) done a slice at a time, paced by Turns, so
+ * that one request never holds the event loop for long: other requests are served between slices.
+ */
 
 /** Inputs up to this many items are done in one go: a slice's bookkeeping would cost more than it saves. */
 const ONE_GO_ITEMS = 2000;
@@ -19,23 +18,20 @@ export function isLarge(items: number): boolean {
   return items > ONE_GO_ITEMS;
 }
 
-/** Calls visit on each item in order, yielding to the event loop every SLICE_MS for a large input. */
+/** Calls visit on each item in order, yielding to the event loop between slices for a large input. */
 export async function forEachInSlices<T>(items: readonly T[], visit: (item: T, index: number) => void): Promise<void> {
   if (!isLarge(items.length)) {
     items.forEach(visit);
     return;
   }
-  let since = performance.now();
+  const turns = new Turns();
   for (let index = 0; index < items.length; index++) {
     visit(items[index] as T, index);
-    if ((index & 255) === 255 && performance.now() - since >= SLICE_MS) {
-      await nextTurn();
-      since = performance.now();
-    }
+    if (turns.dueAfterItem()) await turns.next();
   }
 }
 
-/** items.map(map), yielding to the event loop every SLICE_MS for a large input. */
+/** items.map(map), yielding to the event loop between slices for a large input. */
 export async function mapInSlices<T, U>(items: readonly T[], map: (item: T, index: number) => U): Promise<U[]> {
   if (!isLarge(items.length)) return items.map(map);
   const mapped: U[] = new Array<U>(items.length);

@@ -2,10 +2,10 @@
 const SLICE_MS = 5;
 
 /**
- * Turns paces a driver's work on very large input (a row of 100,000 cells to encode, decode or
- * sort) a slice at a time, so that one call never holds the event loop for long: other requests
- * are served between slices. One per call: the time counts across all of its rows. Drivers do not
- * import the service layer, so they pace themselves with this rather than with its slices.ts.
+ * Turns paces work on very large input (a row of 100,000 cells to check, encode, decode or sort; a
+ * large request body to parse or validate) a slice at a time, so that one call never holds the
+ * event loop for long: other requests are served between slices. One per call: the time counts
+ * across all of its work. It sits in the store layer, the lowest, so that every layer can pace by it.
  */
 export class Turns {
   #since = performance.now();
