@@ -1,15 +1,12 @@
 import { Readable } from 'node:stream';
 import type { Context } from 'koa';
-import { nextTurn } from '../service/slices.ts';
+import { Turns } from '../store/turns.ts';
 
 /** Arrays of at most this many items are rendered in one go: the answer is small whatever it holds. */
 const ONE_GO_ITEMS = 32;
 
 /** Text rendered before it is handed on: one socket write's worth. */
 const CHUNK_CHARS = 64 * 1024;
-
-/** Most time spent rendering before other requests get their turn. */
-const SLICE_MS = 5;
 
 /**
  * Text short of this is never cut for time: sending it is cheaper than a turn, and on a busy
@@ -33,12 +30,14 @@ export function setJsonAnswer(ctx: Context, value: unknown): void {
     return;
   }
   const pieces = piecesOf(value);
-  const first = nextChunk(pieces);
+  // A chunk is cut short when its slice has had its time, and the next is rendered in a turn of its own.
+  const turns = new Turns();
+  const first = nextChunk(pieces, turns);
   if (first.done) {
     ctx.body = first.text;
     return;
   }
-  ctx.body = Readable.from(chunks(first.text, pieces), { objectMode: false });
+  ctx.body = Readable.from(chunks(first.text, pieces, turns), { objectMode: false });
 }
 
 /** Whether `value` is a plain object with a list of more than ONE_GO_ITEMS items among its members. */
@@ -72,26 +71,25 @@ function* piecesOf(value: Record<string, unknown>): Generator<string> {
 }
 
 /** The next CHUNK_CHARS or so of text, or what is left of it, and whether that was the last. */
-function nextChunk(pieces: Iterator<string>): { readonly text: string; readonly done: boolean } {
+function nextChunk(pieces: Iterator<string>, turns: Turns): { readonly text: string; readonly done: boolean } {
   let text = '';
-  const started = performance.now();
   for (let count = 1; ; count++) {
     const piece = pieces.next();
     if (piece.done === true) return { text, done: true };
     text += piece.value;
     // Time is checked too, every 64 pieces: many items may be slow to render.
-    if (text.length >= CHUNK_CHARS || ((count & 63) === 0 && text.length >= MIN_CUT_CHARS && performance.now() - started >= SLICE_MS)) {
+    if (text.length >= CHUNK_CHARS || ((count & 63) === 0 && text.length >= MIN_CUT_CHARS && turns.due())) {
       return { text, done: false };
     }
   }
 }
 
 /** The answer's chunks as UTF-8 bytes, each rendered in a turn of its own. */
-async function* chunks(first: string, pieces: Iterator<string>): AsyncGenerator<Buffer> {
+async function* chunks(first: string, pieces: Iterator<string>, turns: Turns): AsyncGenerator<Buffer> {
   yield Buffer.from(first);
   for (;;) {
-    await nextTurn();
-    const { text, done } = nextChunk(pieces);
+    await turns.next();
+    const { text, done } = nextChunk(pieces, turns);
     if (text !== '') yield Buffer.from(text);
     if (done) return;
   }
