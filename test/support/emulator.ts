@@ -25,6 +25,8 @@ export async function startEmulator(): Promise<void> {
   const started = await spawnEmulator();
   emulator = started.process;
   host = started.host;
+  // Mocha's parallel workers start after this, in processes of their own: they find it here.
+  process.env['BIGTABLE_EMULATOR_HOST'] = host;
 }
 
 /** Stops the emulator startEmulator spawned, if any. */
