@@ -7,6 +7,41 @@
 import Joi, { type CustomHelpers } from 'joi';
 import { ERROR_CODES } from '../service/errors.ts';
 
+/** The meta entry that marks a member carrying row keys (see carriesRowKeys). */
+const ROW_KEYS_META = 'kvcrudRowKeys';
+
+/**
+ * Marks a request member (path parameter, query parameter or body field) that carries row keys,
+ * the caller's data. Traces record a query parameter of any such name as REDACTED, also on an
+ * operation that does not take it: a key sent in the wrong place is still a key
+ * (src/telemetry/tracing.ts). Row keys in paths are redacted by the path's shape.
+ */
+export function carriesRowKeys<T extends Joi.Schema>(schema: T): T {
+  // meta() returns the schema's own type, which joi's typings do not say.
+  return schema.meta({ [ROW_KEYS_META]: true }) as T;
+}
+
+/** A joi description, as far as rowKeyNames reads it. */
+interface Described {
+  readonly metas?: ReadonlyArray<Record<string, unknown>>;
+  readonly keys?: Readonly<Record<string, Described>>;
+  readonly items?: readonly Described[];
+}
+
+/** The names of the members marked by carriesRowKeys anywhere in `schema`, nested objects and array items included. */
+export function rowKeyNames(schema: Joi.Schema): string[] {
+  const names = new Set<string>();
+  const walk = (described: Described) => {
+    for (const [name, member] of Object.entries(described.keys ?? {})) {
+      if (member.metas?.some((meta) => meta[ROW_KEYS_META] === true) === true) names.add(name);
+      walk(member);
+    }
+    for (const item of described.items ?? []) walk(item);
+  };
+  walk(schema.describe());
+  return [...names];
+}
+
 /** Bigtable's bounds for names, which every store takes: https://cloud.google.com/bigtable/quotas#limits-data-size */
 export const NAME_LIMITS = Object.freeze({
   tableNameChars: 50,

@@ -5,12 +5,6 @@ import type { SpanProcessor } from '@opentelemetry/sdk-trace';
 /** Requests that are never traced: probes and scrapes, which would only bury the traces that matter. */
 const UNTRACED_PATHS: ReadonlySet<string> = new Set(['/healthz', '/readyz', '/metrics']);
 
-/**
- * Query parameters that carry row keys: the caller's data, kept out of span attributes. v1's
- * `id`; v2's scan bounds and prefix, page tokens (which hold the key to resume from) and keys.
- */
-const REDACTED_QUERY_PARAMETERS = ['id', 'start', 'end', 'prefix', 'pageToken', 'keys'];
-
 /** What stands in for a redacted value, as the HTTP instrumentation writes it for query parameters. */
 const REDACTED = 'REDACTED';
 
@@ -50,10 +44,12 @@ export interface TracingOptions {
  */
 export async function startTracing(options: TracingOptions = {}): Promise<void> {
   if (sdk !== undefined) return;
-  const [{ NodeSDK }, { HttpInstrumentation }, { GrpcInstrumentation }] = await Promise.all([
+  const [{ NodeSDK }, { HttpInstrumentation }, { GrpcInstrumentation }, { ROW_KEY_NAMES }] = await Promise.all([
     import('@opentelemetry/sdk-node'),
     import('@opentelemetry/instrumentation-http'),
     import('@opentelemetry/instrumentation-grpc'),
+    // Query parameters that carry row keys, the caller's data, are kept out of span attributes.
+    import('../http/row-key-names.ts'),
   ]);
   // service.name from OTEL_SERVICE_NAME or OTEL_RESOURCE_ATTRIBUTES when set; "kvcrud" otherwise.
   const named = Boolean(process.env['OTEL_SERVICE_NAME']?.trim()) || /(^|,)\s*service\.name\s*=/.test(process.env['OTEL_RESOURCE_ATTRIBUTES'] ?? '');
@@ -65,7 +61,7 @@ export async function startTracing(options: TracingOptions = {}): Promise<void> 
     instrumentations: [
       new HttpInstrumentation({
         ignoreIncomingRequestHook: (request: IncomingMessage) => UNTRACED_PATHS.has(pathOf(request)),
-        redactedQueryParamsServer: REDACTED_QUERY_PARAMETERS,
+        redactedQueryParamsServer: [...ROW_KEY_NAMES],
         // Replaces the url.path the instrumentation takes from the request.
         startIncomingSpanHook: (request: IncomingMessage) => ({ 'url.path': redactPath(pathOf(request)) }),
       }),

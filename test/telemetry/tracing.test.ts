@@ -145,6 +145,8 @@ describe('tracing', () => {
         `${rows}/secret-key-2:mutate`,
         `${rows}?start=secret-start&end=secret-end&prefix=secret-prefix&pageToken=secret-token&limit=5`,
         `${rows}:batchGet?keys=secret-keys`,
+        // Names that carry keys elsewhere in the API, sent where they do not belong.
+        `${rows}?key=secret-key-3&rowKeyId=secret-key-4&limit=5`,
       ];
       for (const path of paths) await app().api.request('GET', path, { headers: { traceparent: caller.traceparent } });
       const servers = (await spanRecorder.trace(caller.traceId)).filter((span) => span.kind === SpanKind.SERVER);
@@ -153,6 +155,7 @@ describe('tracing', () => {
         [`${rows}/REDACTED:mutate`, undefined],
         [rows, 'start=REDACTED&end=REDACTED&prefix=REDACTED&pageToken=REDACTED&limit=5'],
         [`${rows}:batchGet`, 'keys=REDACTED'],
+        [rows, 'key=REDACTED&rowKeyId=REDACTED&limit=5'],
       ]);
       expect(JSON.stringify(servers.map((span) => span.attributes))).to.not.contain('secret');
     });

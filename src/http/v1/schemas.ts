@@ -8,7 +8,7 @@
 import { isUtf8 } from 'node:buffer';
 import Joi, { type CustomHelpers } from 'joi';
 import { itemwise } from '../validate.ts';
-import { BASE64, NAME_LIMITS, base64Length, columnFamily, tableName, wellFormed } from '../schemas.ts';
+import { BASE64, NAME_LIMITS, base64Length, carriesRowKeys, columnFamily, tableName, wellFormed } from '../schemas.ts';
 
 export const LIMITS = Object.freeze({
   ...NAME_LIMITS,
@@ -154,7 +154,7 @@ export const createTableBody = Joi.object<CreateTableBody>({
 
 export const insertDataBody = Joi.object<InsertDataBody>({
   tableName: tableName.required(),
-  rowKeyId: rowKey.required(),
+  rowKeyId: carriesRowKeys(rowKey.required()),
   data: Joi.array()
     .items(cellInput)
     .min(1)
@@ -169,7 +169,7 @@ export const insertDataBody = Joi.object<InsertDataBody>({
 
 export const readCellDataQuery = Joi.object<ReadCellDataQuery>({
   tableName: tableName.required(),
-  id: rowKey.required().description(`Row key to read, UTF-8 text of 1-${LIMITS.rowKeyBytes} bytes.`),
+  id: carriesRowKeys(rowKey.required().description(`Row key to read, UTF-8 text of 1-${LIMITS.rowKeyBytes} bytes.`)),
 })
   .label('query')
   .required();

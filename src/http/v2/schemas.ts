@@ -9,7 +9,7 @@ import { ERROR_CODES } from '../../service/errors.ts';
 import { CAPABILITY_DESCRIPTIONS, LIMIT_DESCRIPTIONS, SERVICE_LIMITS } from '../../service/limits.ts';
 import { MAX_PAGE_TOKEN_CHARS } from '../../service/page-tokens.ts';
 import { parseTimestamp } from '../../service/timestamps.ts';
-import { BASE64, columnFamily, tableName } from '../schemas.ts';
+import { BASE64, carriesRowKeys, columnFamily, tableName } from '../schemas.ts';
 import { BASE64URL } from './bytes.ts';
 
 /** Largest count the schemas take for sizes and counts: past every store's limit, within safe integers. */
@@ -194,9 +194,9 @@ export const readQuery = Joi.object<ReadQuery>({
 }).label('query');
 
 export const scanQuery = Joi.object<ScanQuery>({
-  start: urlBytes('First key of the scan (inclusive); empty or absent: from the first key', true),
-  end: urlBytes('Key the scan stops before (exclusive); empty or absent: to the last key', true),
-  prefix: urlBytes('Only keys starting with these bytes; excludes start and end', true).example('order#'),
+  start: carriesRowKeys(urlBytes('First key of the scan (inclusive); empty or absent: from the first key', true)),
+  end: carriesRowKeys(urlBytes('Key the scan stops before (exclusive); empty or absent: to the last key', true)),
+  prefix: carriesRowKeys(urlBytes('Only keys starting with these bytes; excludes start and end', true).example('order#')),
   reverse: Joi.boolean()
     .sensitive()
     .prefs({ convert: true })
@@ -205,9 +205,12 @@ export const scanQuery = Joi.object<ScanQuery>({
   pageSize: queryNumber(Joi.number().integer().min(1).max(MAX_COUNT)).description(
     "Most rows in this page (default 100, at most the store's `rowsPerPage`). A page may hold fewer and still have a next one.",
   ),
-  pageToken: Joi.string()
-    .max(MAX_PAGE_TOKEN_CHARS)
-    .description('`nextPageToken` of the previous page; every other parameter but pageSize must be the same as for that page.'),
+  // A page token holds the key the next page starts from.
+  pageToken: carriesRowKeys(
+    Joi.string()
+      .max(MAX_PAGE_TOKEN_CHARS)
+      .description('`nextPageToken` of the previous page; every other parameter but pageSize must be the same as for that page.'),
+  ),
   columns: columnSelectors(true),
   versions: queryNumber(versions),
   encoding: encodingQuery,
@@ -224,7 +227,7 @@ export const rowPath = Joi.object<RowPath>({
   store: pathName,
   instance: pathName,
   table: tableName.required(),
-  key: urlBytes('Row key', false).min(1).required(),
+  key: carriesRowKeys(urlBytes('Row key', false).min(1).required()),
 });
 
 const familySpec = Joi.object<FamilyBody>({
@@ -311,11 +314,13 @@ const mutations = Joi.array()
 export const mutateRowBody = Joi.object<MutateRowBody>({ mutations: mutations.required() }).label('request body').required();
 
 export const batchGetBody = Joi.object<BatchGetBody>({
-  keys: Joi.array()
-    .items(bodyBytes('Row key', false))
-    .min(1)
-    .required()
-    .description("Row keys, at most the store's `entriesPerBatch`; they may repeat. Answered in this order."),
+  keys: carriesRowKeys(
+    Joi.array()
+      .items(bodyBytes('Row key', false))
+      .min(1)
+      .required()
+      .description("Row keys, at most the store's `entriesPerBatch`; they may repeat. Answered in this order."),
+  ),
   columns: columnSelectors(false),
   versions,
 })
@@ -323,7 +328,7 @@ export const batchGetBody = Joi.object<BatchGetBody>({
   .required();
 
 const entryBody = Joi.object<EntryBody>({
-  key: bodyBytes('Row key', false).required(),
+  key: carriesRowKeys(bodyBytes('Row key', false).required()),
   encoding: Joi.string().valid('base64').description('"base64": this key is base64.'),
   mutations: mutations.required(),
 }).label('entry');
