@@ -1,6 +1,6 @@
 import { type Database, Spanner } from '@google-cloud/spanner';
 import { credentials } from '@grpc/grpc-js';
-import { pino } from 'pino';
+import { type Logger, pino } from 'pino';
 import { SpannerStore } from '../../src/store/spanner/spanner-store.ts';
 import { spannerTestInstance } from './harnesses/spanner.ts';
 import { requireSpanner, sharedSpannerEmulator } from './spanner-emulator.ts';
@@ -20,7 +20,8 @@ export interface SpannerSide {
   close(): Promise<void>;
 }
 
-export function spannerSide(): SpannerSide {
+/** `logger`: what the stores log (by default nothing). */
+export function spannerSide(logger: Logger = pino({ level: 'silent' })): SpannerSide {
   const instance = spannerTestInstance();
   let client: Spanner | undefined;
   return {
@@ -32,7 +33,7 @@ export function spannerSide(): SpannerSide {
         capabilities: { fastWideWrites: true },
         async open(instances) {
           const emulator = await sharedSpannerEmulator();
-          return SpannerStore.open({ projectId: TEST_PROJECT, instance, emulatorHost: emulator.host, instances, logger: pino({ level: 'silent' }) });
+          return SpannerStore.open({ projectId: TEST_PROJECT, instance, emulatorHost: emulator.host, instances, logger });
         },
       };
     },

@@ -1,8 +1,8 @@
-import { v1, type Transaction } from '@google-cloud/spanner';
+import { type Spanner, v1, type Transaction } from '@google-cloud/spanner';
 import { Server, ServerCredentials, credentials, type MethodDefinition } from '@grpc/grpc-js';
 import { expect } from 'chai';
 import { queueWrites } from '../../src/store/spanner/client-messages.ts';
-import { type CommitEncoder, joinEncodedMutations } from '../../src/store/spanner/commit-request.ts';
+import { type CommitEncoder, commitEncoder, joinEncodedMutations } from '../../src/store/spanner/commit-request.ts';
 import type { CellWrite } from '../../src/store/spanner/row-writes.ts';
 import { Turns } from '../../src/store/turns.ts';
 
@@ -104,5 +104,40 @@ describe('Spanner commit requests encoded as mutations are queued', () => {
     const whole = commit.requestSerialize(request(queued));
     expect(bytes.equals(whole)).to.equal(false);
     expect(decoded(bytes)).to.deep.equal(decoded(whole));
+  });
+});
+
+describe('Spanner commit encoder: a client of another shape', () => {
+  /** A Spanner object as commitEncoder reads it: its generated SpannerClient in clients_. */
+  const spannerWith = (client: unknown) => ({ clients_: new Map([['SpannerClient', client]]) }) as unknown as Spanner;
+  const told = () => {
+    const reasons: string[] = [];
+    return { reasons, unshaped: (why: string) => reasons.push(why) };
+  };
+
+  it('says nothing for the generated client it was written for', async () => {
+    const generated = new v1.SpannerClient({ servicePath: '127.0.0.1', port: 9, sslCreds: credentials.createInsecure(), universeDomain: 'googleapis.com' });
+    const { reasons, unshaped } = told();
+    try {
+      expect(await commitEncoder(spannerWith(generated), unshaped)).to.not.equal(undefined);
+      expect(reasons).to.deep.equal([]);
+    } finally {
+      await generated.close();
+    }
+  });
+
+  it('leaves commits to the client and says why when it holds no SpannerClient', async () => {
+    const { reasons, unshaped } = told();
+    expect(await commitEncoder({} as Spanner, unshaped)).to.equal(undefined);
+    expect(reasons).to.deep.equal(['the Spanner object holds no SpannerClient in clients_']);
+  });
+
+  it("leaves commits to the client and says why, once per client, when its stub lacks what the store uses", async () => {
+    const stub = { commit: () => undefined, constructor: { service: { Commit: { path: '/google.spanner.v1.Spanner/Commit' } } } };
+    const client = { initialize: () => Promise.resolve(stub) };
+    const { reasons, unshaped } = told();
+    expect(await commitEncoder(spannerWith(client), unshaped)).to.equal(undefined);
+    expect(await commitEncoder(spannerWith(client), unshaped)).to.equal(undefined);
+    expect(reasons).to.deep.equal(["the SpannerClient's stub lacks commit, makeUnaryRequest or its service's Commit definition"]);
   });
 });

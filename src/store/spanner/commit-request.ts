@@ -42,16 +42,23 @@ export class CommitEncoder {
  * The encoder for the commits a Spanner client sends, its stub's commit made to join encoded
  * mutations (once per generated client). Undefined when the client is not shaped as this was
  * written for: its commits are then serialized by the client, as before, which is correct, only
- * slower.
+ * slower. `unshaped` is then told why, once per generated client, so that the store can say so.
  */
-export function commitEncoder(spanner: Spanner): Promise<CommitEncoder | undefined> {
+export function commitEncoder(spanner: Spanner, unshaped: (why: string) => void): Promise<CommitEncoder | undefined> {
   const client = (spanner as unknown as { clients_?: Map<string, { initialize?: () => Promise<unknown> }> }).clients_?.get('SpannerClient');
-  if (client?.initialize === undefined) return Promise.resolve(undefined);
+  if (client?.initialize === undefined) {
+    unshaped('the Spanner object holds no SpannerClient in clients_');
+    return Promise.resolve(undefined);
+  }
   let encoder = encoders.get(client);
   if (encoder === undefined) {
     // A client whose stub cannot be had fails its own calls; its commits are left to it.
     encoder = client.initialize().then(
-      (stub) => joinEncodedMutations(stub as SpannerStub),
+      (stub) => {
+        const joined = joinEncodedMutations(stub as SpannerStub);
+        if (joined === undefined) unshaped("the SpannerClient's stub lacks commit, makeUnaryRequest or its service's Commit definition");
+        return joined;
+      },
       () => undefined,
     );
     encoders.set(client, encoder);
