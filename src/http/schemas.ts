@@ -21,24 +21,28 @@ export function carriesRowKeys<T extends Joi.Schema>(schema: T): T {
   return schema.meta({ [ROW_KEYS_META]: true }) as T;
 }
 
-/** A joi description, as far as rowKeyNames reads it. */
-interface Described {
+/** A schema's terms (joi's extension API), as far as rowKeyNames reads them. */
+interface Terms {
   readonly metas?: ReadonlyArray<Record<string, unknown>>;
-  readonly keys?: Readonly<Record<string, Described>>;
-  readonly items?: readonly Described[];
+  readonly keys?: ReadonlyArray<{ readonly key: string; readonly schema: Joi.Schema }> | null;
+  readonly items?: readonly Joi.Schema[];
 }
 
-/** The names of the members marked by carriesRowKeys anywhere in `schema`, nested objects and array items included. */
+/**
+ * The names of the members marked by carriesRowKeys anywhere in `schema`, nested objects and
+ * array items included. Read from the schemas' terms: describe() would render every schema whole.
+ */
 export function rowKeyNames(schema: Joi.Schema): string[] {
   const names = new Set<string>();
-  const walk = (described: Described) => {
-    for (const [name, member] of Object.entries(described.keys ?? {})) {
-      if (member.metas?.some((meta) => meta[ROW_KEYS_META] === true) === true) names.add(name);
-      walk(member);
+  const walk = (terms: Terms) => {
+    for (const { key, schema: member } of terms.keys ?? []) {
+      const memberTerms = member.$_terms as Terms;
+      if (memberTerms.metas?.some((meta) => meta[ROW_KEYS_META] === true) === true) names.add(key);
+      walk(memberTerms);
     }
-    for (const item of described.items ?? []) walk(item);
+    for (const item of terms.items ?? []) walk(item.$_terms as Terms);
   };
-  walk(schema.describe());
+  walk(schema.$_terms as Terms);
   return [...names];
 }
 
