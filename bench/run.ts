@@ -20,7 +20,7 @@ import { spawnRedis } from '../test/support/redis-server.ts';
 import { spawnSpannerEmulator } from '../test/support/spanner-emulator.ts';
 import { dataClient, readRow, runCeiling, writeRow } from './ceiling.ts';
 import { insertRequest, readRequest, runHttpLoad, v2ReadRequest, v2ScanRequest, v2WriteRequest } from './http-load.ts';
-import type { LoadResult } from './measure.ts';
+import type { ClosedLoopLoad, LoadResult } from './measure.ts';
 import { type SelfTime, formatSelfTime, topSelfTime } from './profile-summary.ts';
 import { CpuMeter, RssSampler } from './proc-stats.ts';
 import { type RedisTableKeys, readRedisRow, redisClient, runRedisCeiling } from './redis-ceiling.ts';
@@ -33,6 +33,8 @@ const BIGTABLE_INSTANCE = 'bench-instance';
 const EMBEDDED_INSTANCE = 'local';
 const REDIS_INSTANCE = 'bench';
 const SPANNER_INSTANCE = 'bench';
+const STORES = ['bigtable', 'embedded', 'redis', 'spanner'] as const;
+type StoreName = (typeof STORES)[number];
 /** The printed table's columns. */
 const COLUMNS = '%-9s %-7s %5s | %8s %7s %7s %7s %5s | %8s %7s %7s %7s %5s %6s | %6s %6s';
 
@@ -52,33 +54,64 @@ const durationSeconds = positive(args.duration, 'duration');
 const warmupSeconds = Number(args.warmup);
 const cases = list(args.cases, CASES, 'cases');
 const connections = args.connections.split(',').map((text) => positive(text, 'connections'));
-const stores = list(args.stores, ['bigtable', 'embedded', 'redis', 'spanner'] as const, 'stores');
+const stores = list(args.stores, STORES, 'stores');
 
 /** A load's figures and the CPU time each process involved spent per request (µs). */
 type Measured = LoadResult & { readonly cpuMicrosPerRequest: Record<string, number> };
+/** A load against a server process, with that process's peak RSS (MiB). */
+type ServerMeasured = Measured & { readonly peakRssMb: number };
 
 interface CaseResult {
-  readonly store: 'bigtable' | 'embedded' | 'redis' | 'spanner';
+  readonly store: StoreName;
   readonly case: CaseName;
   readonly operation: string;
   readonly connections: number;
   /** The low-level client in-process (Bigtable's gRPC client; node-redis for Redis; the Spanner client). */
   readonly ceiling?: Measured;
-  readonly service: Measured & { readonly peakRssMb: number };
+  readonly service: ServerMeasured;
   /** service / ceiling: throughput, and p99 latency (lower is better). */
   readonly ratio?: { readonly reqPerSec: number; readonly p99: number };
   /** The naive proxy on the same store (Bigtable, v1 cases). */
-  readonly naive?: Measured & { readonly peakRssMb: number };
+  readonly naive?: ServerMeasured;
   /** service / naive proxy: throughput, p99, and CPU per request of the server process (lower is better). */
   readonly vsNaive?: { readonly reqPerSec: number; readonly p99: number; readonly cpu: number; readonly peakRss: number };
   /** The floor server on the same store (Bigtable, v1 cases): node:http and the bare gRPC call. */
-  readonly floor?: Measured & { readonly peakRssMb: number };
+  readonly floor?: ServerMeasured;
   /** The same calls under Koa, @koa/router and koa-body: the floor on kvcrud's HTTP stack. */
-  readonly koaFloor?: Measured & { readonly peakRssMb: number };
+  readonly koaFloor?: ServerMeasured;
   /** Server CPU per request over the floor's: kvcrud's, the naive proxy's and the Koa floor's. */
   readonly overFloor?: { readonly service: number; readonly naive: number; readonly koa: number };
   /** 1-minute load average when the case started: how busy the shared machine was. */
   readonly loadAverage: number;
+}
+
+/** The process a store's service calls (an emulator, a redis-server): every load counts its CPU too, as `name`. */
+interface Backend {
+  readonly name: string;
+  readonly pid: number;
+}
+
+/** One load of a store's low-level client in this process, no HTTP. */
+type Ceiling = (load: ClosedLoopLoad) => Promise<LoadResult>;
+
+/** Servers measured on the same store beside the service: the naive proxy and the two floors. */
+interface Baselines {
+  readonly naive: ServiceProcess;
+  readonly floor: ServiceProcess;
+  readonly koaFloor: ServiceProcess;
+}
+
+/** A store's service under test and what its loads are measured against. */
+interface StoreBench {
+  readonly store: StoreName;
+  readonly instance: string;
+  readonly service: ServiceProcess;
+  /** None when the store runs inside the service (embedded). */
+  readonly backend?: Backend;
+  /** For the v1 cases; none for the embedded store. */
+  readonly ceiling?: Ceiling;
+  /** For the v1 cases, after the ceiling (Bigtable only). */
+  readonly baselines?: Baselines;
 }
 
 const machine = {
@@ -153,46 +186,9 @@ async function benchBigtable(emulatorHost: string): Promise<void> {
     if (cells !== CELLS.length) throw new Error(`the ceiling read ${cells} cells of a preloaded row, expected ${CELLS.length}`);
     await checkService(service.baseUrl, 'bigtable', BIGTABLE_INSTANCE);
 
-    for (const caseName of cases) {
-      for (const count of connections) {
-        const loadAverage = round(loadavg()[0] ?? 0);
-        if (!V1_CASES.includes(caseName)) {
-          // v2 has no ceiling of its own: its reads and writes are the same store calls as v1's.
-          const measured = await measureService(service, 'bigtable', BIGTABLE_INSTANCE, caseName, count, emulatorPid);
-          record({ store: 'bigtable', case: caseName, operation: CASE_LABELS[caseName], connections: count, service: measured, loadAverage });
-          continue;
-        }
-        const ceilingLoad = { client, tableName, caseName, connections: count };
-        if (warmupSeconds > 0) await runCeiling({ ...ceilingLoad, durationMs: warmupSeconds * 1000, newKey: newKeys('warm') });
-        const cpu = new CpuMeter({ client: process.pid, emulator: emulatorPid });
-        cpu.start();
-        const load = await runCeiling({ ...ceilingLoad, durationMs: durationSeconds * 1000, newKey: newKeys('ceiling') });
-        const ceiling = { ...load, cpuMicrosPerRequest: cpu.perOperation(load.ok + load.errors) };
-        const measured = await measureService(service, 'bigtable', BIGTABLE_INSTANCE, caseName, count, emulatorPid);
-        const ratio = {
-          reqPerSec: round(measured.reqPerSec / ceiling.reqPerSec),
-          p99: round(measured.latencyMs.p99 / ceiling.latencyMs.p99),
-        };
-        const proxy = await measureService(naive, 'bigtable', BIGTABLE_INSTANCE, caseName, count, emulatorPid);
-        const vsNaive = {
-          reqPerSec: round(measured.reqPerSec / proxy.reqPerSec),
-          p99: round(measured.latencyMs.p99 / proxy.latencyMs.p99),
-          cpu: round((measured.cpuMicrosPerRequest['service'] ?? 0) / (proxy.cpuMicrosPerRequest['service'] ?? 1)),
-          peakRss: round(measured.peakRssMb / proxy.peakRssMb),
-        };
-        const least = await measureService(floor, 'bigtable', BIGTABLE_INSTANCE, caseName, count, emulatorPid);
-        const leastOnKoa = await measureService(koaFloor, 'bigtable', BIGTABLE_INSTANCE, caseName, count, emulatorPid);
-        const overFloor = {
-          service: round(serverCpu(measured) / serverCpu(least)),
-          naive: round(serverCpu(proxy) / serverCpu(least)),
-          koa: round(serverCpu(leastOnKoa) / serverCpu(least)),
-        };
-        record({
-          ...{ store: 'bigtable', case: caseName, operation: CASE_LABELS[caseName], connections: count, ceiling, service: measured, ratio },
-          ...{ naive: proxy, vsNaive, floor: least, koaFloor: leastOnKoa, overFloor, loadAverage },
-        });
-      }
-    }
+    const ceiling: Ceiling = (load) => runCeiling({ ...load, client, tableName });
+    const backend = { name: 'emulator', pid: emulatorPid };
+    await benchCases({ store: 'bigtable', instance: BIGTABLE_INSTANCE, service, backend, ceiling, baselines: { naive, floor, koaFloor } });
   } finally {
     await client.close();
     await stopService(service, 'bigtable');
@@ -209,13 +205,7 @@ async function benchEmbedded(): Promise<void> {
     await createTable(service.baseUrl, EMBEDDED_INSTANCE);
     await inBatches(PRELOADED_ROWS, 50, (index) => send(service.baseUrl, insertRequest(EMBEDDED_INSTANCE, preloadedKey(index))));
     await checkService(service.baseUrl, 'embedded', EMBEDDED_INSTANCE);
-    for (const caseName of cases) {
-      for (const count of connections) {
-        const loadAverage = round(loadavg()[0] ?? 0);
-        const measured = await measureService(service, 'embedded', EMBEDDED_INSTANCE, caseName, count);
-        record({ store: 'embedded', case: caseName, operation: CASE_LABELS[caseName], connections: count, service: measured, loadAverage });
-      }
-    }
+    await benchCases({ store: 'embedded', instance: EMBEDDED_INSTANCE, service });
   } finally {
     await stopService(service, 'embedded');
     rmSync(dataDir, { recursive: true, force: true });
@@ -225,7 +215,6 @@ async function benchEmbedded(): Promise<void> {
 /** The Redis store (a STORES_FILE naming one redis-server of the benchmark's own), and node-redis in-process as its ceiling. */
 async function benchRedis(): Promise<void> {
   const redis = await spawnRedis();
-  const redisPid = redis.process.pid ?? 0;
   const directory = mkdtempSync(join(tmpdir(), 'kvcrud-bench-redis-'));
   const storesFile = join(directory, 'stores.yaml');
   writeFileSync(storesFile, `stores:\n  redis: { driver: redis, url: "${redis.url}", instances: [${REDIS_INSTANCE}] }\n`);
@@ -240,25 +229,9 @@ async function benchRedis(): Promise<void> {
     const cells = await readRedisRow(client, table, preloadedKey(0));
     if (cells !== CELLS.length) throw new Error(`the ceiling read ${cells} cells of a preloaded row, expected ${CELLS.length}`);
     await checkService(service.baseUrl, 'redis', REDIS_INSTANCE);
-    for (const caseName of cases) {
-      for (const count of connections) {
-        const loadAverage = round(loadavg()[0] ?? 0);
-        if (!V1_CASES.includes(caseName)) {
-          const measured = await measureService(service, 'redis', REDIS_INSTANCE, caseName, count, redisPid, 'redis');
-          record({ store: 'redis', case: caseName, operation: CASE_LABELS[caseName], connections: count, service: measured, loadAverage });
-          continue;
-        }
-        const ceilingLoad = { client, table, caseName, connections: count };
-        if (warmupSeconds > 0) await runRedisCeiling({ ...ceilingLoad, durationMs: warmupSeconds * 1000, newKey: newKeys('warm') });
-        const cpu = new CpuMeter({ client: process.pid, redis: redisPid });
-        cpu.start();
-        const load = await runRedisCeiling({ ...ceilingLoad, durationMs: durationSeconds * 1000, newKey: newKeys('ceiling') });
-        const ceiling = { ...load, cpuMicrosPerRequest: cpu.perOperation(load.ok + load.errors) };
-        const measured = await measureService(service, 'redis', REDIS_INSTANCE, caseName, count, redisPid, 'redis');
-        const ratio = { reqPerSec: round(measured.reqPerSec / ceiling.reqPerSec), p99: round(measured.latencyMs.p99 / ceiling.latencyMs.p99) };
-        record({ store: 'redis', case: caseName, operation: CASE_LABELS[caseName], connections: count, ceiling, service: measured, ratio, loadAverage });
-      }
-    }
+    const ceiling: Ceiling = (load) => runRedisCeiling({ ...load, client, table });
+    const backend = { name: 'redis', pid: redis.process.pid ?? 0 };
+    await benchCases({ store: 'redis', instance: REDIS_INSTANCE, service, backend, ceiling });
   } finally {
     await client.close();
     await stopService(service, 'redis');
@@ -274,7 +247,6 @@ async function benchRedis(): Promise<void> {
  */
 async function benchSpanner(): Promise<void> {
   const emulator = await spawnSpannerEmulator();
-  const emulatorPid = emulator.process.pid ?? 0;
   const directory = mkdtempSync(join(tmpdir(), 'kvcrud-bench-spanner-'));
   const storesFile = join(directory, 'stores.yaml');
   writeFileSync(storesFile, `stores:\n  spanner: { driver: spanner, projectId: ${PROJECT}, instance: bench, emulatorHost: "${emulator.host}", instances: [${SPANNER_INSTANCE}] }\n`);
@@ -288,25 +260,9 @@ async function benchSpanner(): Promise<void> {
     const cells = await readSpannerRow(database, tableId, preloadedKey(0));
     if (cells !== CELLS.length) throw new Error(`the ceiling read ${cells} cells of a preloaded row, expected ${CELLS.length}`);
     await checkService(service.baseUrl, 'spanner', SPANNER_INSTANCE);
-    for (const caseName of cases) {
-      for (const count of connections) {
-        const loadAverage = round(loadavg()[0] ?? 0);
-        if (!V1_CASES.includes(caseName)) {
-          const measured = await measureService(service, 'spanner', SPANNER_INSTANCE, caseName, count, emulatorPid);
-          record({ store: 'spanner', case: caseName, operation: CASE_LABELS[caseName], connections: count, service: measured, loadAverage });
-          continue;
-        }
-        const ceilingLoad = { database, tableId, caseName, connections: count };
-        if (warmupSeconds > 0) await runSpannerCeiling({ ...ceilingLoad, durationMs: warmupSeconds * 1000, newKey: newKeys('warm') });
-        const cpu = new CpuMeter({ client: process.pid, emulator: emulatorPid });
-        cpu.start();
-        const load = await runSpannerCeiling({ ...ceilingLoad, durationMs: durationSeconds * 1000, newKey: newKeys('ceiling') });
-        const ceiling = { ...load, cpuMicrosPerRequest: cpu.perOperation(load.ok + load.errors) };
-        const measured = await measureService(service, 'spanner', SPANNER_INSTANCE, caseName, count, emulatorPid);
-        const ratio = { reqPerSec: round(measured.reqPerSec / ceiling.reqPerSec), p99: round(measured.latencyMs.p99 / ceiling.latencyMs.p99) };
-        record({ store: 'spanner', case: caseName, operation: CASE_LABELS[caseName], connections: count, ceiling, service: measured, ratio, loadAverage });
-      }
-    }
+    const ceiling: Ceiling = (load) => runSpannerCeiling({ ...load, database, tableId });
+    const backend = { name: 'emulator', pid: emulator.process.pid ?? 0 };
+    await benchCases({ store: 'spanner', instance: SPANNER_INSTANCE, service, backend, ceiling });
   } finally {
     await database.close();
     await client.close();
@@ -342,21 +298,78 @@ function serverCpu(load: Measured): number {
   return load.cpuMicrosPerRequest['service'] ?? 0;
 }
 
-async function measureService(service: ServiceProcess, store: string, instance: string, caseName: CaseName, count: number, backendPid?: number, backend = 'emulator') {
-  const baseUrl = service.baseUrl;
+/**
+ * Measures and records every case at every connection count on one store. v2 has no ceiling of its
+ * own: its reads and writes are the same store calls as v1's; the baselines answer v1 only.
+ */
+async function benchCases(bench: StoreBench): Promise<void> {
+  for (const caseName of cases) {
+    for (const count of connections) {
+      const loadAverage = round(loadavg()[0] ?? 0);
+      const labels = { store: bench.store, case: caseName, operation: CASE_LABELS[caseName], connections: count };
+      if (bench.ceiling === undefined || !V1_CASES.includes(caseName)) {
+        record({ ...labels, service: await measureServer(bench, bench.service, caseName, count), loadAverage });
+        continue;
+      }
+      const ceiling = await measureCeiling(bench.ceiling, bench.backend, caseName, count);
+      const service = await measureServer(bench, bench.service, caseName, count);
+      const ratio = { reqPerSec: round(service.reqPerSec / ceiling.reqPerSec), p99: round(service.latencyMs.p99 / ceiling.latencyMs.p99) };
+      const baselines = bench.baselines === undefined ? {} : await measureBaselines(bench, bench.baselines, caseName, count, service);
+      record({ ...labels, ceiling, service, ratio, ...baselines, loadAverage });
+    }
+  }
+}
+
+/** The backend's entry for a CpuMeter, if the store has one. */
+function backendPid(backend: Backend | undefined): Record<string, number> {
+  return backend === undefined ? {} : { [backend.name]: backend.pid };
+}
+
+/** The ceiling's load after an unmeasured warm-up, with the CPU of this process (its client) and the backend. */
+async function measureCeiling(ceiling: Ceiling, backend: Backend | undefined, caseName: CaseName, count: number): Promise<Measured> {
+  if (warmupSeconds > 0) await ceiling({ caseName, connections: count, durationMs: warmupSeconds * 1000, newKey: newKeys('warm') });
+  const cpu = new CpuMeter({ client: process.pid, ...backendPid(backend) });
+  cpu.start();
+  const load = await ceiling({ caseName, connections: count, durationMs: durationSeconds * 1000, newKey: newKeys('ceiling') });
+  return { ...load, cpuMicrosPerRequest: cpu.perOperation(load.ok + load.errors) };
+}
+
+/** The HTTP load on one of the store's servers (the service or a baseline) after an unmeasured warm-up. */
+async function measureServer(bench: StoreBench, server: ServiceProcess, caseName: CaseName, count: number): Promise<ServerMeasured> {
+  const { store, instance } = bench;
+  const baseUrl = server.baseUrl;
   if (warmupSeconds > 0) {
     await runHttpLoad({ baseUrl, store, instance, caseName, connections: count, durationSeconds: warmupSeconds, newKey: newKeys('warm') });
   }
-  const pid = service.process.pid ?? 0;
-  serverAlive(service, pid, caseName);
+  const pid = server.process.pid ?? 0;
+  serverAlive(server, pid, caseName);
   const sampler = new RssSampler(pid);
-  const cpu = new CpuMeter({ loadGenerator: process.pid, service: pid, ...(backendPid === undefined ? {} : { [backend]: backendPid }) });
+  const cpu = new CpuMeter({ loadGenerator: process.pid, service: pid, ...backendPid(bench.backend) });
   sampler.start();
   cpu.start();
   const result = await runHttpLoad({ baseUrl, store, instance, caseName, connections: count, durationSeconds, newKey: newKeys('http') });
   const peakRssMb = sampler.stop();
-  serverAlive(service, pid, caseName);
+  serverAlive(server, pid, caseName);
   return { ...result, cpuMicrosPerRequest: cpu.perOperation(result.ok + result.errors), peakRssMb };
+}
+
+/** The naive proxy and the two floors under the same load as the service, and the service over them. */
+async function measureBaselines(bench: StoreBench, baselines: Baselines, caseName: CaseName, count: number, service: ServerMeasured) {
+  const naive = await measureServer(bench, baselines.naive, caseName, count);
+  const vsNaive = {
+    reqPerSec: round(service.reqPerSec / naive.reqPerSec),
+    p99: round(service.latencyMs.p99 / naive.latencyMs.p99),
+    cpu: round((service.cpuMicrosPerRequest['service'] ?? 0) / (naive.cpuMicrosPerRequest['service'] ?? 1)),
+    peakRss: round(service.peakRssMb / naive.peakRssMb),
+  };
+  const floor = await measureServer(bench, baselines.floor, caseName, count);
+  const koaFloor = await measureServer(bench, baselines.koaFloor, caseName, count);
+  const overFloor = {
+    service: round(serverCpu(service) / serverCpu(floor)),
+    naive: round(serverCpu(naive) / serverCpu(floor)),
+    koa: round(serverCpu(koaFloor) / serverCpu(floor)),
+  };
+  return { naive, vsNaive, floor, koaFloor, overFloor };
 }
 
 /** Fails the run, with the process's last lines, if a server process has ended. */
@@ -451,7 +464,7 @@ function printRow(result: CaseResult): void {
   }
   const { floor, koaFloor, overFloor } = result;
   if (floor !== undefined && koaFloor !== undefined && overFloor !== undefined) {
-    const line = (name: string, load: Measured & { peakRssMb: number }) =>
+    const line = (name: string, load: ServerMeasured) =>
       `          ${name}: ${load.reqPerSec} req/s, p99 ${fixed(load.latencyMs.p99)} ms, RSS ${load.peakRssMb} MB, CPU µs/request ${cpu(load)}\n`;
     process.stdout.write(
       line('floor (node:http)', floor) +
