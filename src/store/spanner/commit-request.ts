@@ -42,7 +42,7 @@ export class CommitEncoder {
  * The encoder for the commits a Spanner client sends, its stub's commit made to join encoded
  * mutations (once per generated client). Undefined when the client is not shaped as this was
  * written for: its commits are then serialized by the client, as before, which is correct, only
- * slower. `unshaped` is then told why, once per generated client, so that the store can say so.
+ * slower. `unshaped` is then told why, so that the store can say so.
  */
 export function commitEncoder(spanner: Spanner, unshaped: (why: string) => void): Promise<CommitEncoder | undefined> {
   const client = (spanner as unknown as { clients_?: Map<string, { initialize?: () => Promise<unknown> }> }).clients_?.get('SpannerClient');

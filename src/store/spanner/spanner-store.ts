@@ -98,8 +98,8 @@ export class SpannerStore implements DataStore {
   #unreachable: string | undefined;
   #probing: Promise<void> | undefined;
   #closed = false;
-  /** Whether the Spanner client was found not shaped for encoding commits as they are queued (said once). */
-  #unshapedClient = false;
+  /** Whether the store has said that the Spanner client is not shaped for encoding commits as they are queued. */
+  #saidClientUnshaped = false;
 
   static open(options: SpannerStoreOptions): SpannerStore {
     return new SpannerStore(options);
@@ -267,8 +267,8 @@ export class SpannerStore implements DataStore {
    * for 10,000 cells). Said once, as a warning, rather than left for a latency graph to find.
    */
   #clientUnshaped(why: string): void {
-    if (this.#unshapedClient) return;
-    this.#unshapedClient = true;
+    if (this.#saidClientUnshaped) return;
+    this.#saidClientUnshaped = true;
     this.#logger.warn({ why }, 'spanner: commits are serialized by the client in one go, which holds the event loop on large writes: the client is not shaped as this release expects');
   }
 
