@@ -1,5 +1,7 @@
 import { Turns } from '../store/turns.ts';
 
+export { nextTurn } from '../store/turns.ts';
+
 /**
  * Work over very large inputs (a row of 100,000 cells) done a slice at a time, paced by Turns, so
  * that one request never holds the event loop for long: other requests are served between slices.
@@ -8,10 +10,6 @@ import { Turns } from '../store/turns.ts';
 /** Inputs up to this many items are done in one go: a slice's bookkeeping would cost more than it saves. */
 const ONE_GO_ITEMS = 2000;
 
-/** Lets the event loop serve other work (timers, sockets) before going on. */
-export function nextTurn(): Promise<void> {
-  return new Promise((resolve) => setImmediate(resolve));
-}
 
 /** Whether an input of `items` items is large enough to be worked on in slices. */
 export function isLarge(items: number): boolean {

@@ -23,7 +23,7 @@ export class Turns {
 
   /** Lets the event loop serve other work (timers, sockets), then starts a new slice. */
   async next(): Promise<void> {
-    await new Promise((resolve) => setImmediate(resolve));
+    await nextTurn();
     this.#since = performance.now();
   }
 
@@ -31,4 +31,9 @@ export class Turns {
   async pause(): Promise<void> {
     if (this.due()) await this.next();
   }
+}
+
+/** Lets the event loop serve other work (timers, sockets) before going on. */
+export function nextTurn(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
 }
