@@ -39,6 +39,10 @@ export interface StoreDriver<Settings extends object = object> {
    * Opens a store. Throws a StoreError when it cannot be opened at all (the embedded store's
    * directory is locked or unwritable). It should not wait for a remote backend: one that is
    * down at start-up is reported by checkHealth, and the service starts anyway.
+   *
+   * It imports the store's module, and so the backend's client, only then: a process loads the
+   * clients of the stores it serves and no others. Loaded up front, the four took 58 MiB of heap
+   * (the Spanner client alone 35 MiB, Bigtable's 30, sharing gRPC), held by every process.
    */
   open(store: StoreDefinition<Settings>, context: DriverContext): Promise<DataStore>;
 }

@@ -1,7 +1,6 @@
 import Joi from 'joi';
 import type { StoreDriver } from '../driver.ts';
 import { readableFile, projectId } from '../driver-settings.ts';
-import { BigtableStore } from './bigtable-store.ts';
 import { BIGTABLE_CAPABILITIES, BIGTABLE_LIMITS } from './limits.ts';
 
 export interface BigtableSettings {
@@ -46,5 +45,8 @@ export const bigtableDriver: StoreDriver<BigtableSettings> = {
     projectId: bigtable.projectId,
     ...(bigtable.emulatorHost === undefined ? { credentials: bigtable.credentialsFile ?? 'application default' } : { emulatorHost: bigtable.emulatorHost }),
   }),
-  open: (store) => Promise.resolve(new BigtableStore({ ...store.settings, instanceIds: store.instances })),
+  open: async (store) => {
+    const { BigtableStore } = await import('./bigtable-store.ts');
+    return new BigtableStore({ ...store.settings, instanceIds: store.instances });
+  },
 };

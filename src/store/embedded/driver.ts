@@ -1,7 +1,6 @@
 import { resolve } from 'node:path';
 import Joi from 'joi';
 import type { StoreDriver } from '../driver.ts';
-import { EmbeddedStore } from './embedded-store.ts';
 import { EMBEDDED_CAPABILITIES, EMBEDDED_LIMITS } from './limits.ts';
 
 export interface EmbeddedSettings {
@@ -29,5 +28,8 @@ export const embeddedDriver: StoreDriver<EmbeddedSettings> = {
   capabilities: EMBEDDED_CAPABILITIES,
   limits: EMBEDDED_LIMITS,
   describe: (embedded) => ({ dataDir: resolve(embedded.dataDir) }),
-  open: (store) => EmbeddedStore.open(store.settings),
+  open: async (store) => {
+    const { EmbeddedStore } = await import('./embedded-store.ts');
+    return EmbeddedStore.open(store.settings);
+  },
 };

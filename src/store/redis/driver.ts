@@ -2,7 +2,6 @@ import Joi from 'joi';
 import type { StoreDriver } from '../driver.ts';
 import { readableFile } from '../driver-settings.ts';
 import { REDIS_CAPABILITIES, REDIS_LIMITS } from './limits.ts';
-import { RedisStore } from './redis-store.ts';
 
 export interface RedisSettings {
   /** redis://host:port[/db] or rediss://host:port[/db] (TLS); never with a password in it. */
@@ -76,15 +75,15 @@ export const redisDriver: StoreDriver<RedisSettings> = {
       ...(redis.caFile === undefined ? {} : { caFile: redis.caFile }),
     };
   },
-  open: (store, context) =>
-    Promise.resolve(
-      RedisStore.open({
-        url: store.settings.url,
-        cluster: store.settings.cluster,
-        ...(store.settings.authStringFile === undefined ? {} : { authStringFile: store.settings.authStringFile }),
-        ...(store.settings.caFile === undefined ? {} : { caFile: store.settings.caFile }),
-        instances: store.instances,
-        logger: context.logger.child({ store: store.name }),
-      }),
-    ),
+  open: async (store, context) => {
+    const { RedisStore } = await import('./redis-store.ts');
+    return RedisStore.open({
+      url: store.settings.url,
+      cluster: store.settings.cluster,
+      ...(store.settings.authStringFile === undefined ? {} : { authStringFile: store.settings.authStringFile }),
+      ...(store.settings.caFile === undefined ? {} : { caFile: store.settings.caFile }),
+      instances: store.instances,
+      logger: context.logger.child({ store: store.name }),
+    });
+  },
 };

@@ -2,7 +2,6 @@ import Joi from 'joi';
 import type { StoreDriver } from '../driver.ts';
 import { readableFile, projectId } from '../driver-settings.ts';
 import { SPANNER_CAPABILITIES, SPANNER_LIMITS } from './limits.ts';
-import { SpannerStore } from './spanner-store.ts';
 
 export interface SpannerSettings {
   readonly projectId: string;
@@ -51,15 +50,15 @@ export const spannerDriver: StoreDriver<SpannerSettings> = {
     instance: spanner.instance,
     ...(spanner.emulatorHost === undefined ? { credentials: spanner.credentialsFile ?? 'application default' } : { emulatorHost: spanner.emulatorHost }),
   }),
-  open: (store, context) =>
-    Promise.resolve(
-      SpannerStore.open({
-        projectId: store.settings.projectId,
-        instance: store.settings.instance,
-        ...(store.settings.emulatorHost === undefined ? {} : { emulatorHost: store.settings.emulatorHost }),
-        ...(store.settings.credentialsFile === undefined ? {} : { credentialsFile: store.settings.credentialsFile }),
-        instances: store.instances,
-        logger: context.logger.child({ store: store.name }),
-      }),
-    ),
+  open: async (store, context) => {
+    const { SpannerStore } = await import('./spanner-store.ts');
+    return SpannerStore.open({
+      projectId: store.settings.projectId,
+      instance: store.settings.instance,
+      ...(store.settings.emulatorHost === undefined ? {} : { emulatorHost: store.settings.emulatorHost }),
+      ...(store.settings.credentialsFile === undefined ? {} : { credentialsFile: store.settings.credentialsFile }),
+      instances: store.instances,
+      logger: context.logger.child({ store: store.name }),
+    });
+  },
 };
