@@ -62,7 +62,7 @@ export const tableName = Joi.string()
   .min(1)
   .max(NAME_LIMITS.tableNameChars)
   .pattern(/^[_a-zA-Z0-9][-_.a-zA-Z0-9]*$/)
-  .messages({ 'string.pattern.base': '{{#label}} may hold letters, digits, _ - and dots, and must start with a letter, digit or _' })
+  .rule({ message: { 'string.pattern.base': '{{#label}} may hold letters, digits, _ - and dots, and must start with a letter, digit or _' } })
   .description(`Table ID: 1-${NAME_LIMITS.tableNameChars} characters, \`[_a-zA-Z0-9][-_.a-zA-Z0-9]*\`.`)
   .example('orders');
 
@@ -70,7 +70,7 @@ export const columnFamily = Joi.string()
   .min(1)
   .max(NAME_LIMITS.columnFamilyChars)
   .pattern(/^[-_.a-zA-Z0-9]+$/)
-  .messages({ 'string.pattern.base': '{{#label}} may hold only letters, digits, _ - and dots' })
+  .rule({ message: { 'string.pattern.base': '{{#label}} may hold only letters, digits, _ - and dots' } })
   .description(`Column family: 1-${NAME_LIMITS.columnFamilyChars} characters, \`[-_.a-zA-Z0-9]+\`.`)
   .example('cf');
 

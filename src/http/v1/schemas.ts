@@ -21,8 +21,8 @@ export const LIMITS = Object.freeze({
 const rowKey = Joi.string()
   .min(1)
   .max(LIMITS.rowKeyBytes, 'utf8')
+  .rule({ message: { 'string.max': `{{#label}} must be at most ${LIMITS.rowKeyBytes} bytes in UTF-8` } })
   .custom(wellFormed)
-  .messages({ 'string.max': `{{#label}} must be at most ${LIMITS.rowKeyBytes} bytes in UTF-8` })
   .description(`Row key, UTF-8 text of 1-${LIMITS.rowKeyBytes} bytes.`)
   .example('order#1001');
 
@@ -160,7 +160,7 @@ export const insertDataBody = Joi.object<InsertDataBody>({
     .min(1)
     .max(LIMITS.cellsPerInsert)
     .custom(distinctColumns)
-    .messages({ 'array.unique': '{{#label}} writes the same column as data[{{#dupePos}}]' })
+    .rule({ message: { 'array.unique': '{{#label}} writes the same column as data[{{#dupePos}}]' } })
     .required()
     .description(`1-${LIMITS.cellsPerInsert} cells, each for a different column, written to the row in one atomic mutation.`),
 })
@@ -180,7 +180,7 @@ export const deleteTableBody = Joi.object<DeleteTableBody>({
     .min(1)
     .max(LIMITS.tablesPerDelete)
     .unique()
-    .messages({ 'array.unique': '{{#label}} names the same table as tableList[{{#dupePos}}]' })
+    .rule({ message: { 'array.unique': '{{#label}} names the same table as tableList[{{#dupePos}}]' } })
     .required()
     .description(`1-${LIMITS.tablesPerDelete} distinct table names. If any does not exist, none is deleted.`),
 })

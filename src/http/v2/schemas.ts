@@ -149,7 +149,7 @@ function columnSelectors(inQuery: boolean) {
     .items(item)
     .min(1)
     .max(SERVICE_LIMITS.columnsPerRead)
-    .messages({ 'array.max': `{{#label}} has more than {{#limit}} selectors (limit columnsPerRead)` })
+    .rule({ message: { 'array.max': `{{#label}} has more than {{#limit}} selectors (limit columnsPerRead)` } })
     .description(
       `Only these columns: \`family\` (all its columns) or \`family:column\`, at most ${SERVICE_LIMITS.columnsPerRead}. ` +
         (inQuery
@@ -250,7 +250,7 @@ export const createTableBody = Joi.object<CreateTableBody>({
     .items(familySpec)
     .min(1)
     .unique('name')
-    .messages({ 'array.unique': '{{#label}} names the same family as families[{{#dupePos}}]' })
+    .rule({ message: { 'array.unique': '{{#label}} names the same family as families[{{#dupePos}}]' } })
     .required()
     .description(
       "One or more column families with their retention policies, at most the store's `familiesPerTable`. A version is gone as soon as either bound says so; " +
@@ -265,7 +265,7 @@ export const batchDeleteBody = Joi.object<BatchDeleteBody>({
     .items(tableName)
     .min(1)
     .unique()
-    .messages({ 'array.unique': '{{#label}} names the same table as tables[{{#dupePos}}]' })
+    .rule({ message: { 'array.unique': '{{#label}} names the same table as tables[{{#dupePos}}]' } })
     .required()
     .description(`1-${SERVICE_LIMITS.tablesPerBatchDelete} distinct table names (limit tablesPerBatchDelete). If any does not exist, none is deleted.`),
 })
