@@ -21,10 +21,26 @@ async function inPieces(text: string, pieceChars: number, parse: (text: string) 
   }
 }
 
+/**
+ * JSON values whose object keys need no escape in JSON text. V8's JSON.parse (Node 24 and later)
+ * can read an escaped key as another key it has cached from an earlier parse anywhere in the
+ * process (nodejs/node#63785): the reference these properties compare with is then itself wrong,
+ * and differently for the whole text and for its pieces. Escaped keys are checked on fixed texts
+ * below.
+ */
+function jsonWithPlainKeys(constraints: Parameters<typeof fc.jsonValue>[0] = {}): fc.Arbitrary<unknown> {
+  const plain = (value: unknown): unknown => {
+    if (Array.isArray(value)) return value.map(plain);
+    if (typeof value !== 'object' || value === null) return value;
+    return Object.fromEntries(Object.entries(value).map(([key, member]) => [key.toWellFormed().replace(/["\\\u0000-\u001f]/g, '_'), plain(member)]));
+  };
+  return fc.jsonValue(constraints).map(plain);
+}
+
 describe('parseInPieces', () => {
   it('parses any JSON in pieces to what JSON.parse gives, whatever the piece size (fast-check)', async () => {
     await fc.assert(
-      fc.asyncProperty(fc.jsonValue(), fc.constantFrom(undefined, 1, '\t', ' \r\n'), fc.integer({ min: 1, max: 64 }), async (value, indent, pieceChars) => {
+      fc.asyncProperty(jsonWithPlainKeys(), fc.constantFrom(undefined, 1, '\t', ' \r\n'), fc.integer({ min: 1, max: 64 }), async (value, indent, pieceChars) => {
         const text = JSON.stringify(value, null, indent);
         // Without falling back to one parse of the whole text, but where a `__proto__` key asks for it.
         const parsed = text.includes('"__proto__"') ? await parseInPieces(text, JSON.parse, pieceChars) : await walkInPieces(text, JSON.parse, pieceChars);
@@ -36,7 +52,7 @@ describe('parseInPieces', () => {
 
   it('fails on malformed JSON as JSON.parse does, with its message (fast-check)', async () => {
     const broken = fc
-      .tuple(fc.jsonValue({ maxDepth: 4 }), fc.nat(), fc.constantFrom('', ',', ']', '}', '"', ':', '\\', 'x', '[', '{', ' '))
+      .tuple(jsonWithPlainKeys({ maxDepth: 4 }), fc.nat(), fc.constantFrom('', ',', ']', '}', '"', ':', '\\', 'x', '[', '{', ' '))
       .map(([value, at, insert]) => {
         const text = JSON.stringify({ v: value, w: [value, value] });
         const cut = at % text.length;
