@@ -37,8 +37,9 @@ describe('JSON bodies', () => {
       await parseJson(body);
       return counter.stop();
     };
-    // Four pieces and the parse: five turns.
-    expect(await turnsDuring(largeBody(3.5 * MIB).body)).to.be.at.least(5);
+    // One before each of its four pieces is decoded. The parse after them takes a turn every 5 ms,
+    // which a fast machine may not reach for this body: json-pieces.test.ts checks it on a larger one.
+    expect(await turnsDuring(largeBody(3.5 * MIB).body)).to.be.at.least(4);
     expect(await turnsDuring(Buffer.from('{"small":true}'))).to.equal(0);
   });
 
