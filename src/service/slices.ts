@@ -10,7 +10,6 @@ export { nextTurn } from '../store/turns.ts';
 /** Inputs up to this many items are done in one go: a slice's bookkeeping would cost more than it saves. */
 const ONE_GO_ITEMS = 2000;
 
-
 /** Whether an input of `items` items is large enough to be worked on in slices. */
 export function isLarge(items: number): boolean {
   return items > ONE_GO_ITEMS;
