@@ -91,11 +91,15 @@ export async function planWrites(
   const writes: CellWrite[] = [];
   // The versions each tracked column holds once the writes before the trims are applied.
   const versions = new Map<string, { ref: ColumnRef; timestamps: Set<Micros> }>();
+  // What earlier mutations deleted: a column first tracked after that holds none of its stored versions.
+  const deleted = new Set<string>();
+  const deletedBefore = (ref: ColumnRef, id: string) =>
+    deleted.has(id) || deleted.has(`row ${ref.key.toString('hex')}`) || deleted.has(`family ${ref.key.toString('hex')} ${ref.family}`);
   const track = (ref: ColumnRef) => {
     const id = columnId(ref.key, ref.family, ref.hash);
     let tracked = versions.get(id);
     if (tracked === undefined) {
-      tracked = { ref, timestamps: new Set(stored.get(id) ?? []) };
+      tracked = { ref, timestamps: new Set(deletedBefore(ref, id) ? [] : (stored.get(id) ?? [])) };
       versions.set(id, tracked);
     }
     return tracked;
@@ -122,15 +126,18 @@ export async function planWrites(
           const hash = columnHash(mutation.column);
           writes.push({ kind: 'deleteRange', range: { startClosed: prefix(key, mutation.family, hash), endClosed: prefix(key, mutation.family, hash) } });
           clear((ref) => ref.key.equals(key) && ref.family === mutation.family && ref.hash.equals(hash));
+          deleted.add(columnId(key, mutation.family, hash));
           break;
         }
         case 'deleteFamily':
           writes.push({ kind: 'deleteRange', range: { startClosed: prefix(key, mutation.family), endClosed: prefix(key, mutation.family) } });
           clear((ref) => ref.key.equals(key) && ref.family === mutation.family);
+          deleted.add(`family ${key.toString('hex')} ${mutation.family}`);
           break;
         case 'deleteRow':
           writes.push({ kind: 'deleteRange', range: { startClosed: prefix(key), endClosed: prefix(key) } });
           clear((ref) => ref.key.equals(key));
+          deleted.add(`row ${key.toString('hex')}`);
           break;
       }
     }

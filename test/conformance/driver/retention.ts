@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { expect } from 'chai';
 import type { ReadSelection, TableRef } from '../../../src/store/store.ts';
 import type { DriverHarnessFactory } from '../../support/driver-harness.ts';
-import { call, requireCapability, scanAll, set, showRows, useFixture } from './fixtures.ts';
+import { call, deleteColumn, deleteFamily, deleteRow, requireCapability, scanAll, set, showRows, useFixture } from './fixtures.ts';
 
 const HOUR = 3600;
 
@@ -49,6 +49,16 @@ export function retentionCases(factory: DriverHarnessFactory): void {
       await store.mutateRow(ref, key, [set('one', 'c', 'v4', at(4))], call());
       await store.mutateRow(ref, key, [set('one', 'c', 'v0', at(0))], call());
       expect((await read(ref))?.cells).to.deep.equal([`one:c@${at(4)}=v4`]);
+    });
+
+    it('keeps an older version written after a delete in the same call, the newer stored one being gone', async () => {
+      const { table, store, at } = fixture();
+      const ref = await table([{ name: 'one', maxVersions: 1 }]);
+      for (const remove of [deleteRow, deleteFamily('one'), deleteColumn('one', 'c')]) {
+        await store.mutateRow(ref, key, [set('one', 'c', 'new', at(5))], call());
+        await store.mutateRow(ref, key, [remove, set('one', 'c', 'old', at(1))], call());
+        expect((await read(ref))?.cells, remove.type).to.deep.equal([`one:c@${at(1)}=old`]);
+      }
     });
 
     it('never reads a version older than maxAgeSeconds, from the write on, in readRows and scanRows', async function () {
