@@ -33,9 +33,9 @@ type Path = ReadonlyArray<string | number>;
  * never holds the event loop for more than a few milliseconds at a time.
  *
  * Input of up to WHOLE_PASS_NODES nodes takes one joi pass. Larger input is taken apart (array
- * items, object members), each part checked by joi on its own, and other requests are served
- * between parts. So a rule of an array item may look at that item only: its ancestors are not
- * those of the whole input.
+ * items, object members) and checked by joi part by part, consecutive small array items together
+ * in passes of up to WHOLE_PASS_NODES nodes; other requests are served between parts. So a rule
+ * of an array item may look at that item only: its ancestors are not those of the whole input.
  */
 export async function validate<T>(schema: Joi.Schema, input: unknown, bounds: ValidationBounds = VALIDATION_BOUNDS): Promise<T> {
   const [value] = (await validateParts([{ schema, value: input }], bounds)) as [T];
@@ -134,6 +134,22 @@ class ProblemReport {
     }
   }
 
+  /**
+   * Adds the problems of a pass over a run of an array's items that starts at position `offset`
+   * of the array at `path`, naming them by their place in the whole array.
+   */
+  addAllItems(error: Joi.ValidationError | undefined, path: Path, offset: number): void {
+    for (const detail of error?.details ?? []) {
+      if (this.full) {
+        this.count += 1;
+        continue;
+      }
+      const [position, ...rest] = detail.path;
+      const at = [...path, offset + Number(position), ...rest];
+      this.add({ path: fieldPath(at), message: renamed(detail, fieldPath(detail.path), at) });
+    }
+  }
+
   toError(): ApiError {
     const [first] = this.listed;
     const more = this.count > 1 ? ` (and ${this.count - 1} more problem${this.count > 2 ? 's' : ''})` : '';
@@ -211,6 +227,37 @@ function checkWhole(schema: Joi.Schema, value: unknown, path: Path, report: Prob
   return result.value;
 }
 
+const itemsSchemas = new WeakMap<Joi.Schema, Joi.Schema>();
+
+/**
+ * Checks a run of small items of an array (`items`, from position `offset`) in one joi pass
+ * with the item schema: adds their problems, named by their place in the whole array, and
+ * returns their validated values.
+ */
+function checkItems(item: Joi.Schema, items: unknown[], offset: number, path: Path, report: ProblemReport): unknown[] {
+  let schema = itemsSchemas.get(item);
+  if (schema === undefined) {
+    schema = Joi.array().items(item);
+    itemsSchemas.set(item, schema);
+  }
+  const result = schema.validate(items, report.everyProblem);
+  report.addAllItems(result.error, path, offset);
+  return result.value as unknown[];
+}
+
+/** Where the run of items from `start` ends that together have at most `budget` nodes. */
+function smallItemsEnd(items: readonly unknown[], start: number, budget: number): number {
+  let end = start;
+  let left = budget;
+  while (end < items.length) {
+    const nodes = countNodes(items[end], left);
+    if (nodes > left) break;
+    left -= nodes;
+    end += 1;
+  }
+  return end;
+}
+
 /** Adds the problems of `value` at `path` to the report, taking large values apart; returns its validated value. */
 async function collect(schema: Joi.Schema, value: unknown, path: Path, report: ProblemReport, turns: Turns): Promise<unknown> {
   if (hasAtMostNodes(value, report.bounds.wholePassNodes)) return checkWhole(schema, value, path, report);
@@ -236,15 +283,26 @@ async function collectArray(schema: Joi.Schema, value: unknown[], path: Path, re
   }
   const checked: unknown[] = [];
   const runs = itemwiseRules(schema).map(([rule, start]) => ({ rule, check: start(), found: undefined as FoundProblem | undefined }));
-  for (const [index, element] of value.entries()) {
-    const at = [...path, index];
-    const valid = hasAtMostNodes(element, report.bounds.wholePassNodes) ? checkWhole(item, element, at, report) : await collect(item, element, at, report, turns);
-    checked.push(valid);
-    for (const run of runs) {
-      if (run.found !== undefined) continue;
-      const problem = run.check(valid, index);
-      if (problem !== undefined) run.found = { ...problem, index };
+  const budget = report.bounds.wholePassNodes;
+  let index = 0;
+  while (index < value.length) {
+    const end = smallItemsEnd(value, index, budget);
+    if (end === index) {
+      // An item too large for one pass is taken apart on its own.
+      checked.push(await collect(item, value[index], [...path, index], report, turns));
+    } else {
+      // Small items share a pass: joi's cost of entering a pass (merging options, starting its
+      // state) is then paid once per run of items rather than once per item.
+      for (const valid of checkItems(item, value.slice(index, end), index, path, report)) checked.push(valid);
     }
+    for (let position = index; position < checked.length; position++) {
+      for (const run of runs) {
+        if (run.found !== undefined) continue;
+        const problem = run.check(checked[position], position);
+        if (problem !== undefined) run.found = { ...problem, index: position };
+      }
+    }
+    index = checked.length;
     if (turns.due()) await turns.next();
   }
   foundInSlices.set(checked, new Map(runs.map((run) => [run.rule, run.found])));
@@ -325,21 +383,27 @@ function isPlainObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
-/** Whether `value` has at most `budget` nodes (objects, arrays and scalars); stops counting past it. */
+/** Whether `value` has at most `budget` nodes (objects, arrays and scalars). */
 function hasAtMostNodes(value: unknown, budget: number): boolean {
+  return countNodes(value, budget) <= budget;
+}
+
+/** How many nodes `value` has, or a number above `budget` if it has more: it stops counting past it. */
+function countNodes(value: unknown, budget: number): number {
+  if (typeof value !== 'object' || value === null) return 1;
   const pending: unknown[] = [value];
   let count = 0;
   while (pending.length > 0) {
     const node = pending.pop();
     count += 1;
-    if (count > budget) return false;
+    if (count > budget) return count;
     if (typeof node === 'object' && node !== null) {
       const children = Array.isArray(node) ? node : Object.values(node);
-      if (count + pending.length + children.length > budget) return false;
+      if (count + pending.length + children.length > budget) return budget + 1;
       for (const child of children) pending.push(child);
     }
   }
-  return true;
+  return count;
 }
 
 /**
@@ -348,9 +412,13 @@ function hasAtMostNodes(value: unknown, budget: number): boolean {
  */
 function relabel(detail: Joi.ValidationErrorItem, prefix: Path): string {
   if (prefix.length === 0) return detail.message;
-  const local = fieldPath(detail.path) || 'value';
+  return renamed(detail, fieldPath(detail.path) || 'value', [...prefix, ...detail.path]);
+}
+
+/** A problem's message with the field joi named `local` (its default label) named by `path` instead. */
+function renamed(detail: Joi.ValidationErrorItem, local: string, path: Path): string {
   if (detail.context?.label !== local || !detail.message.startsWith(local)) return detail.message;
-  return `${fieldPath([...prefix, ...detail.path])}${detail.message.slice(local.length)}`;
+  return `${fieldPath(path)}${detail.message.slice(local.length)}`;
 }
 
 /** ['data', 1, 'columnValue'] -> 'data[1].columnValue' */

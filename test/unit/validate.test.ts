@@ -88,8 +88,9 @@ describe('validate', () => {
   });
 
   it('reports the same problems taken apart as joi does in one pass, in any order, and the same valid value (fast-check)', async () => {
-    // Tiny bounds make every input "large", so every path of the bounded walk is taken.
-    const tiny: ValidationBounds = { maxReported: 1000, wholePassNodes: 3 };
+    // Tiny bounds make every input "large", so every path of the bounded walk is taken: with 3
+    // nodes a cell is taken apart member by member, with 5 to 14 a few cells share a pass.
+    const bounds = fc.integer({ min: 3, max: 14 }).map((wholePassNodes): ValidationBounds => ({ maxReported: 1000, wholePassNodes }));
     const anyCell = fc.record(
       {
         columnFamily: fc.oneof(fc.constantFrom('cf', 'f-2', '', '!'), fc.integer()),
@@ -110,7 +111,7 @@ describe('validate', () => {
       { requiredKeys: [] },
     );
     await fc.assert(
-      fc.asyncProperty(body, async (input) => {
+      fc.asyncProperty(body, bounds, async (input, tiny) => {
         const joi = everyProblem(insertDataBody, input);
         if (joi.length === 0) return;
         const ours = (await refusal(insertDataBody, input, tiny)).errors;
@@ -122,7 +123,7 @@ describe('validate', () => {
   });
 
   it('returns valid input taken apart as joi does in one pass (fast-check)', async () => {
-    const tiny: ValidationBounds = { maxReported: 20, wholePassNodes: 3 };
+    const bounds = fc.integer({ min: 3, max: 14 }).map((wholePassNodes): ValidationBounds => ({ maxReported: 20, wholePassNodes }));
     const validCell = fc.record({ columnFamily: fc.constantFrom('cf', 'f-2'), columnName: fc.string({ maxLength: 6 }), columnValue: fc.string({ maxLength: 6 }) });
     const body = fc.record({
       tableName: fc.constantFrom('t', 'orders'),
@@ -130,7 +131,7 @@ describe('validate', () => {
       data: fc.uniqueArray(validCell, { minLength: 1, maxLength: 8, selector: (cell) => `${cell.columnFamily}/${cell.columnName}` }),
     });
     await fc.assert(
-      fc.asyncProperty(body, async (input) => {
+      fc.asyncProperty(body, bounds, async (input, tiny) => {
         expect(await validate(insertDataBody, input, tiny)).to.deep.equal(input);
       }),
       { numRuns: 200 },
