@@ -14,14 +14,15 @@ export const MESSAGE_CELLS = 4096;
  * allow, and posts each message (transferring its buffer) when full and at the end of the batch.
  */
 export class Answers {
-  readonly #post: (buffer: ArrayBuffer) => void;
+  readonly #post: (buffer: ArrayBuffer, attachments: ArrayBuffer[]) => void;
   #encoder = new Encoder(4096);
   #cells = 0;
   #lengthAt = 0;
   /** Messages posted so far. */
   #messages = 0;
 
-  constructor(post: (buffer: ArrayBuffer) => void) {
+  /** `post` sends a message and the buffers attached to it, transferring them all. */
+  constructor(post: (buffer: ArrayBuffer, attachments: ArrayBuffer[]) => void) {
     this.#post = post;
   }
 
@@ -30,7 +31,7 @@ export class Answers {
   }
 
   get full(): boolean {
-    return this.#encoder.length >= MESSAGE_BYTES || this.#cells >= MESSAGE_CELLS;
+    return this.#encoder.size >= MESSAGE_BYTES || this.#cells >= MESSAGE_CELLS;
   }
 
   /** Starts an answer, `u32 id, u8 status, u32 length, payload`; end() sets its length. */
@@ -63,13 +64,14 @@ export class Answers {
   }
 
   /** Where the next answer starts, to rewind to if the request it belongs to fails. */
-  mark(): { readonly message: number; readonly length: number } {
-    return { message: this.#messages, length: this.#encoder.length };
+  mark(): Mark {
+    return { message: this.#messages, length: this.#encoder.length, attachments: this.#encoder.attachments };
   }
 
   /** Drops what a failed request wrote since mark() (parts already posted stay posted). */
-  rewind(mark: { readonly message: number; readonly length: number }): void {
-    this.#encoder.truncate(mark.message === this.#messages ? mark.length : 0);
+  rewind(mark: Mark): void {
+    if (mark.message === this.#messages) this.#encoder.truncate(mark.length, mark.attachments);
+    else this.#encoder.truncate(0, 0);
   }
 
   countCell(): void {
@@ -78,11 +80,19 @@ export class Answers {
 
   flush(): void {
     if (this.#encoder.length === 0) return;
-    this.#post(this.#encoder.finish());
+    const attachments = this.#encoder.takeAttachments();
+    this.#post(this.#encoder.finish(), attachments);
     this.#encoder = new Encoder(4096);
     this.#cells = 0;
     this.#messages++;
   }
+}
+
+/** Where an answer starts in the message being written (see Answers.mark). */
+interface Mark {
+  readonly message: number;
+  readonly length: number;
+  readonly attachments: number;
 }
 
 /**
@@ -130,7 +140,8 @@ export class RowAnswer {
       this.#family = family;
     }
     encoder.bytes(qualifier);
-    encoder.bytes(value);
+    // The value is SQLite's copy, used for nothing else: a large one goes over without another.
+    encoder.attach(value);
     encoder.i64(timestamp);
     this.#cells++;
     this.#answers.countCell();

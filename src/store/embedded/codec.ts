@@ -3,9 +3,18 @@
  * message is one ArrayBuffer, transferred rather than copied, so that a large row crosses the
  * thread boundary without a copy and without the cost of cloning one object per cell. Decoded
  * bytes are views into the message's buffer.
+ *
+ * A large value a thread read from SQLite is not copied into the message at all: its own buffer
+ * is attached to the message and transferred with it (`attach`). Copied, it would leave garbage
+ * outside the thread's small heap, which V8 collects only once some 64 MB of it has piled up in
+ * each thread.
  */
 
 const INITIAL_BYTES = 256;
+/** Values at least this large are attached rather than copied: a transfer costs about what copying a few KiB does. */
+export const ATTACH_MIN_BYTES = 64 * 1024;
+/** Stands for a length where the bytes are the message's attachment whose index follows. */
+const ATTACHED = 0xffff_ffff;
 const utf8 = new TextEncoder();
 const utf8Decoder = new TextDecoder('utf-8', { fatal: true });
 
@@ -14,6 +23,8 @@ export class Encoder {
   #bytes: Uint8Array;
   #view: DataView;
   #length = 0;
+  #attachments: ArrayBuffer[] = [];
+  #attachedBytes = 0;
 
   constructor(initialBytes = INITIAL_BYTES) {
     this.#bytes = new Uint8Array(initialBytes);
@@ -22,6 +33,16 @@ export class Encoder {
 
   get length(): number {
     return this.#length;
+  }
+
+  /** How many buffers are attached so far. */
+  get attachments(): number {
+    return this.#attachments.length;
+  }
+
+  /** The bytes of the message, attached ones included. */
+  get size(): number {
+    return this.#length + this.#attachedBytes;
   }
 
   u8(value: number): void {
@@ -45,9 +66,10 @@ export class Encoder {
     this.#bytes[offset] = value;
   }
 
-  /** Drops everything written from `length` on. */
-  truncate(length: number): void {
+  /** Drops everything written from `length` on, and the attachments from the `attachments`-th on. */
+  truncate(length: number, attachments = this.#attachments.length): void {
     this.#length = length;
+    for (const dropped of this.#attachments.splice(attachments)) this.#attachedBytes -= dropped.byteLength;
   }
 
   f64(value: number): void {
@@ -76,12 +98,37 @@ export class Encoder {
     this.#length += length;
   }
 
+  /**
+   * bytes(), but a large value whose buffer holds nothing else is attached to the message rather
+   * than copied into it. The message's sender then transfers the buffer: the caller gives the
+   * value up and must not touch it again.
+   */
+  attach(value: Uint8Array): void {
+    const buffer = value.buffer;
+    if (value.byteLength < ATTACH_MIN_BYTES || !(buffer instanceof ArrayBuffer) || value.byteOffset !== 0 || buffer.byteLength !== value.byteLength) {
+      this.bytes(value);
+      return;
+    }
+    this.u32(ATTACHED);
+    this.u32(this.#attachments.length);
+    this.#attachments.push(buffer);
+    this.#attachedBytes += buffer.byteLength;
+  }
+
   /** A string as UTF-8 (names of instances, tables and families are short ASCII). */
   string(value: string): void {
     this.#reserve(4 + value.length * 3);
     const { written } = utf8.encodeInto(value, this.#bytes.subarray(this.#length + 4));
     this.#view.setUint32(this.#length, written, true);
     this.#length += 4 + written;
+  }
+
+  /** The buffers attached since the last call, to be transferred with the message finish() gives. */
+  takeAttachments(): ArrayBuffer[] {
+    const attachments = this.#attachments;
+    this.#attachments = [];
+    this.#attachedBytes = 0;
+    return attachments;
   }
 
   /** Returns the encoded bytes as an ArrayBuffer of exactly their length, to be transferred. */
@@ -109,14 +156,23 @@ export class Encoder {
 export class Decoder {
   readonly #buffer: ArrayBuffer;
   readonly #view: DataView<ArrayBuffer>;
+  readonly #attachments: readonly ArrayBuffer[];
   readonly #end: number;
   #offset: number;
   #last: bigint | undefined;
   #lastLow = 0;
   #lastHigh = 0;
 
-  constructor(buffer: ArrayBuffer, offset = 0, end = buffer.byteLength, view: DataView<ArrayBuffer> = new DataView(buffer)) {
+  /** `attachments`: the buffers transferred with the message, in order. */
+  constructor(
+    buffer: ArrayBuffer,
+    attachments: readonly ArrayBuffer[] = [],
+    offset = 0,
+    end = buffer.byteLength,
+    view: DataView<ArrayBuffer> = new DataView(buffer),
+  ) {
     this.#buffer = buffer;
+    this.#attachments = attachments;
     this.#view = view;
     this.#offset = offset;
     this.#end = end;
@@ -128,7 +184,7 @@ export class Decoder {
 
   /** A decoder of the next `length` bytes, which this one skips. */
   sub(length: number): Decoder {
-    const sub = new Decoder(this.#buffer, this.#offset, this.#offset + length, this.#view);
+    const sub = new Decoder(this.#buffer, this.#attachments, this.#offset, this.#offset + length, this.#view);
     this.#offset += length;
     return sub;
   }
@@ -171,9 +227,14 @@ export class Decoder {
     return this.#last;
   }
 
-  /** A view of the bytes, sharing the message's buffer (no copy). */
+  /** A view of the bytes, sharing the message's buffer or the attached one (no copy). */
   bytes(): Buffer {
     const length = this.u32();
+    if (length === ATTACHED) {
+      const attached = this.#attachments[this.u32()];
+      if (attached === undefined) throw new RangeError('a value names an attachment the message does not have');
+      return Buffer.from(attached);
+    }
     const value = Buffer.from(this.#buffer, this.#offset, length);
     this.#offset += length;
     return value;

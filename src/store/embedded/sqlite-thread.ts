@@ -31,7 +31,10 @@ interface Request {
 const { role, databaseFile, cancelled: cancelledBuffer, port } = workerData as ThreadData;
 const cancelled = new Int32Array(cancelledBuffer);
 const db = new DatabaseSync(databaseFile, { timeout: BUSY_TIMEOUT_MS });
-const answers = new Answers((buffer) => port.postMessage(buffer, [buffer]));
+const answers = new Answers((buffer, attachments) => {
+  if (attachments.length === 0) port.postMessage(buffer, [buffer]);
+  else port.postMessage([buffer, ...attachments], [buffer, ...attachments]);
+});
 
 if (role === 'writer') {
   db.exec(`PRAGMA synchronous = FULL; PRAGMA journal_size_limit = ${WAL_SIZE_LIMIT_BYTES}`);

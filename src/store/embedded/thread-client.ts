@@ -44,6 +44,9 @@ function nextId(): number {
   return lastId;
 }
 
+/** A thread's message: its answers, and the buffers of large values attached to it if it has any. */
+type ThreadMessage = ArrayBuffer | readonly [ArrayBuffer, ...ArrayBuffer[]];
+
 /**
  * ThreadClient is the main thread's side of one SQLite thread (sqlite-thread.ts). Requests made
  * in one turn of the event loop travel in one message; answers are decoded a few milliseconds'
@@ -63,7 +66,7 @@ export class ThreadClient {
   #outgoing = new Encoder();
   #flushScheduled = false;
   readonly #pending = new Map<number, Pending>();
-  readonly #inbox: ArrayBuffer[] = [];
+  readonly #inbox: ThreadMessage[] = [];
   #draining = false;
   #deadlineTimer: NodeJS.Timeout | undefined;
   #exited: Promise<void> = Promise.resolve();
@@ -192,7 +195,7 @@ export class ThreadClient {
       ...(this.#resourceLimits === undefined ? {} : { resourceLimits: this.#resourceLimits }),
     });
     worker.unref();
-    port1.on('message', (buffer: ArrayBuffer) => this.#receive(buffer));
+    port1.on('message', (message: ThreadMessage) => this.#receive(message));
     port1.unref();
     let failure: Error | undefined;
     worker.on('error', (error: Error) => {
@@ -206,7 +209,7 @@ export class ThreadClient {
         }
         // Answers the thread sent before it ended are decoded first; what still waits then has none coming.
         for (let left = receiveMessageOnPort(port1); left !== undefined; left = receiveMessageOnPort(port1)) {
-          this.#inbox.push(left.message as ArrayBuffer);
+          this.#inbox.push(left.message as ThreadMessage);
         }
         port1.close();
         this.#drain(Number.POSITIVE_INFINITY);
@@ -221,8 +224,8 @@ export class ThreadClient {
     if (this.#pending.size > 0) this.#busy();
   }
 
-  #receive(buffer: ArrayBuffer): void {
-    this.#inbox.push(buffer);
+  #receive(message: ThreadMessage): void {
+    this.#inbox.push(message);
     if (!this.#draining) {
       this.#draining = true;
       setImmediate(() => this.#drain(DECODE_BUDGET_MS));
@@ -234,7 +237,7 @@ export class ThreadClient {
     const started = performance.now();
     this.#draining = false;
     while (this.#inbox.length > 0) {
-      this.#decode(this.#inbox.shift() as ArrayBuffer);
+      this.#decode(this.#inbox.shift() as ThreadMessage);
       if (this.#inbox.length > 0 && performance.now() - started >= budgetMs) {
         this.#draining = true;
         setImmediate(() => this.#drain(DECODE_BUDGET_MS));
@@ -243,8 +246,8 @@ export class ThreadClient {
     }
   }
 
-  #decode(buffer: ArrayBuffer): void {
-    const decoder = new Decoder(buffer);
+  #decode(message: ThreadMessage): void {
+    const decoder = message instanceof ArrayBuffer ? new Decoder(message) : new Decoder(message[0], message.slice(1));
     while (!decoder.done) {
       const id = decoder.u32();
       const status = decoder.u8();
