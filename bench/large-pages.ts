@@ -10,12 +10,9 @@
  * pages' sizes. Compare the peak with the 300 MB docs/performance.md asks for under load.
  *
  * Pages and batchGet answers hold their rows within the answer budget (answer-budget.ts): under
- * many scans at once, pages end early and there are more of them. With that budget, answers
- * rendered a chunk at a time, and the service's fixed mmap threshold, on a 2-core AMD EPYC VM
- * (24 GB, Node 24.21, load average 1.5-3.0), from 268-277 MB before the reads, the peaks were
- * 448-484 MB for the default 8 scans (758-839 MB without the three), 459-473 MB with
- * `--concurrency 16` (848-1,031 MB) and 395-432 MB with `--batch-get` (759-808 MB); the rest is
- * in docs/performance.md.
+ * many scans at once, pages end early and there are more of them. Figures, and what each change
+ * to the memory of large answers measured: docs/performance.md, "Memory under the largest scan
+ * pages".
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
