@@ -23,6 +23,9 @@ const EVERY_PROBLEM: Joi.ValidationOptions = { ...BASE, abortEarly: false };
 // Once the report lists all it will, problems are only counted: joi then skips wording them.
 const COUNT_PROBLEMS: Joi.ValidationOptions = { ...BASE, abortEarly: false, errors: { render: false } };
 
+/** A part with no context: the options above as they are, not a copy per pass. */
+const NO_PREFS: Pick<Joi.ValidationOptions, 'context'> = Object.freeze({});
+
 type Path = ReadonlyArray<string | number>;
 
 /**
@@ -61,7 +64,7 @@ export async function validateParts(parts: readonly RequestPart[], bounds: Valid
   const turns = new Turns();
   const values: unknown[] = [];
   for (const part of parts) {
-    report.prefs = part.context === undefined ? {} : { context: part.context };
+    report.prefs = part.context === undefined ? NO_PREFS : { context: part.context };
     if (hasAtMostNodes(part.value, bounds.wholePassNodes)) {
       const first = part.schema.validate(part.value, report.firstProblem);
       values.push(first.value);
@@ -91,7 +94,7 @@ class ProblemReport {
   readonly listed: FieldError[] = [];
   count = 0;
   /** Options of the part being checked: its context. */
-  prefs: Pick<Joi.ValidationOptions, 'context'> = {};
+  prefs: Pick<Joi.ValidationOptions, 'context'> = NO_PREFS;
 
   constructor(bounds: ValidationBounds) {
     this.bounds = bounds;
@@ -104,12 +107,13 @@ class ProblemReport {
 
   /** The joi options for a pass that looks for every problem. */
   get everyProblem(): Joi.ValidationOptions {
-    return { ...(this.full ? COUNT_PROBLEMS : EVERY_PROBLEM), ...this.prefs };
+    const options = this.full ? COUNT_PROBLEMS : EVERY_PROBLEM;
+    return this.prefs === NO_PREFS ? options : { ...options, ...this.prefs };
   }
 
   /** The joi options for a pass that stops at the first problem. */
   get firstProblem(): Joi.ValidationOptions {
-    return { ...FIRST_PROBLEM, ...this.prefs };
+    return this.prefs === NO_PREFS ? FIRST_PROBLEM : { ...FIRST_PROBLEM, ...this.prefs };
   }
 
   add(problem: FieldError): void {
@@ -388,20 +392,27 @@ function hasAtMostNodes(value: unknown, budget: number): boolean {
   return countNodes(value, budget) <= budget;
 }
 
-/** How many nodes `value` has, or a number above `budget` if it has more: it stops counting past it. */
-function countNodes(value: unknown, budget: number): number {
+/**
+ * How many nodes `value` has, or a number above `budget` if it has more: it stops counting past it,
+ * so it recurses at most `budget` deep. It allocates nothing: every request's input is counted.
+ */
+export function countNodes(value: unknown, budget: number): number {
   if (typeof value !== 'object' || value === null) return 1;
-  const pending: unknown[] = [value];
-  let count = 0;
-  while (pending.length > 0) {
-    const node = pending.pop();
-    count += 1;
-    if (count > budget) return count;
-    if (typeof node === 'object' && node !== null) {
-      const children = Array.isArray(node) ? node : Object.values(node);
-      if (count + pending.length + children.length > budget) return budget + 1;
-      for (const child of children) pending.push(child);
+  let count = 1;
+  // Its children are then counted against what is left, never less than nothing.
+  if (count > budget) return count;
+  if (Array.isArray(value)) {
+    if (value.length >= budget) return budget + 1;
+    for (const item of value) {
+      count += countNodes(item, budget - count);
+      if (count > budget) return count;
     }
+    return count;
+  }
+  for (const key in value) {
+    if (!Object.hasOwn(value, key)) continue;
+    count += countNodes((value as Record<string, unknown>)[key], budget - count);
+    if (count > budget) return count;
   }
   return count;
 }

@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import fc from 'fast-check';
 import Joi from 'joi';
 import { insertDataBody, deleteTableBody } from '../../src/http/v1/schemas.ts';
-import { MAX_REPORTED_ERRORS, VALIDATION_BOUNDS, type ValidationBounds, itemwise, validate } from '../../src/http/validate.ts';
+import { MAX_REPORTED_ERRORS, VALIDATION_BOUNDS, type ValidationBounds, countNodes, itemwise, validate } from '../../src/http/validate.ts';
 import { ApiError, type FieldError } from '../../src/service/errors.ts';
 import { TurnCounter } from '../support/turns.ts';
 
@@ -197,5 +197,22 @@ describe('validate', () => {
     } finally {
       clearInterval(timer);
     }
+  });
+
+  it('counts the nodes of a value exactly up to the budget, and past it answers more than the budget (fast-check)', () => {
+    const nodes = (value: unknown): number =>
+      typeof value !== 'object' || value === null ? 1 : 1 + (Array.isArray(value) ? value : Object.values(value)).reduce<number>((sum, child) => sum + nodes(child), 0);
+    fc.assert(
+      fc.property(fc.jsonValue({ maxDepth: 6 }), fc.integer({ min: 0, max: 60 }), (value, budget) => {
+        const counted = countNodes(value, budget);
+        if (nodes(value) <= budget) expect(counted).to.equal(nodes(value));
+        else expect(counted).to.be.above(budget);
+      }),
+      { numRuns: 2000 },
+    );
+    // Deep or long values are not walked past the budget.
+    const deep = JSON.parse('['.repeat(100_000) + ']'.repeat(100_000)) as unknown;
+    expect(countNodes(deep, 1000)).to.be.above(1000);
+    expect(countNodes(Array.from({ length: 1_000_000 }, () => ({})), 1000)).to.be.above(1000);
   });
 });
