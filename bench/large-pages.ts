@@ -1,8 +1,9 @@
 /**
- * `node bench/large-pages.ts [--concurrency 8] [--rounds 4] [--rows 80] [--batch-get]`: the
- * service's memory while several callers read the largest answers the v2 API gives (pages of
- * 16 MiB of keys, columns and values, SERVICE_LIMITS.pageBytes), on the embedded store. The built
- * service (`npm run build` first) runs with no configuration; the table holds `--rows` rows of one
+ * `node bench/large-pages.ts [--concurrency 8] [--rounds 4] [--rows 80] [--batch-get] [--store embedded|bigtable]`:
+ * the service's memory while several callers read the largest answers the v2 API gives (pages of
+ * 16 MiB of keys, columns and values, SERVICE_LIMITS.pageBytes), on the embedded store or on a
+ * Bigtable emulator of its own. The built service (`npm run build` first) runs with no
+ * configuration but the store's; the table holds `--rows` rows of one
  * 256 KiB cell. Each round, `--concurrency` callers at once each scan the whole table, asking for
  * pages of as many rows and following the tokens (a full page holds 63 rows); with `--batch-get`,
  * each instead reads the first 63 rows in one batchGet. Prints the service's RSS before the reads,
@@ -18,6 +19,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { spawnEmulator } from '../test/support/emulator.ts';
 import { cleanEnv, runService } from '../test/support/service-process.ts';
 import { memoryOf } from './proc-stats.ts';
 
@@ -28,8 +30,12 @@ const { values: args } = parseArgs({
     rounds: { type: 'string', default: '4' },
     rows: { type: 'string', default: '80' },
     'batch-get': { type: 'boolean', default: false },
+    store: { type: 'string', default: 'embedded' },
   },
 });
+if (args.store !== 'embedded' && args.store !== 'bigtable') throw new Error('--store is embedded or bigtable');
+/** The instance the table is in: the embedded store's own, or one on the emulator (Bigtable IDs have 6-33 characters). */
+const INSTANCE = args.store === 'bigtable' ? 'bench-pages' : 'local';
 const concurrency = Number(args.concurrency);
 const rounds = Number(args.rounds);
 const ROWS = Number(args.rows);
@@ -73,10 +79,18 @@ async function getRows(tables: string): Promise<Caller> {
 }
 
 const dataDir = mkdtempSync(join(tmpdir(), 'kvcrud-bench-pages-'));
-const service = await runService(cleanEnv({ PORT: '0', DATA_DIR: dataDir }), [process.execPath, join(ROOT, 'dist/index.js')]);
+const emulator = args.store === 'bigtable' ? await spawnEmulator() : undefined;
+const storeVars: Record<string, string> =
+  emulator === undefined ? { DATA_DIR: dataDir } : { GOOGLE_CLOUD_PROJECT: 'kvcrud-bench', INSTANCE_IDS: INSTANCE, BIGTABLE_EMULATOR_HOST: emulator.host };
+const service = await runService(cleanEnv({ PORT: '0', ...storeVars }), [process.execPath, join(ROOT, 'dist/index.js')]).catch((error: unknown) => {
+  emulator?.process.kill('SIGTERM');
+  throw error;
+});
 const pid = service.process.pid ?? 0;
 try {
-  const tables = `${service.baseUrl}/v2/stores/embedded/instances/local/tables`;
+  const { stores } = (await (await fetch(`${service.baseUrl}/v2/stores`)).json()) as { stores: Array<{ name: string; default: boolean }> };
+  const store = stores.find((each) => each.default)?.name ?? '';
+  const tables = `${service.baseUrl}/v2/stores/${store}/instances/${INSTANCE}/tables`;
   const send = async (url: string, method: string, body: object) => {
     const response = await fetch(url, { method, headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
     if (!response.ok) throw new Error(`${method} ${url}: ${response.status} ${await response.text()}`);
@@ -87,7 +101,7 @@ try {
     await send(`${tables}/pages/rows/${keyOf(row)}`, 'PUT', { cells: [{ family: 'cf', column: 'v', value: VALUE }] });
   }
   process.stdout.write(
-    `largest ${batchGet ? 'batchGet answers' : 'scan pages'}, ${concurrency} at once, on the embedded store: ${cpus().length} × ${cpus()[0]?.model ?? '?'}, ` +
+    `largest ${batchGet ? 'batchGet answers' : 'scan pages'}, ${concurrency} at once, on the ${args.store === 'bigtable' ? 'Bigtable emulator' : 'embedded store'}: ${cpus().length} × ${cpus()[0]?.model ?? '?'}, ` +
       `${Math.round(totalmem() / 2 ** 30)} GB, Node ${process.version}, load average ${loadavg()[0]?.toFixed(2)}\n` +
       `  service RSS before the scans: ${memoryOf(pid).rssMb} MB\n`,
   );
@@ -110,5 +124,6 @@ try {
   }
 } finally {
   await service.stop('SIGTERM');
+  emulator?.process.kill('SIGTERM');
   rmSync(dataDir, { recursive: true, force: true });
 }
