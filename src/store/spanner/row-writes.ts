@@ -93,8 +93,10 @@ export async function planWrites(
   const versions = new Map<string, { ref: ColumnRef; timestamps: Set<Micros> }>();
   // What earlier mutations deleted: a column first tracked after that holds none of its stored versions.
   const deleted = new Set<string>();
+  // Most writes delete nothing: they skip the lookups, and the row key's hex, for every column.
   const deletedBefore = (ref: ColumnRef, id: string) =>
-    deleted.has(id) || deleted.has(`row ${ref.key.toString('hex')}`) || deleted.has(`family ${ref.key.toString('hex')} ${ref.family}`);
+    deleted.size > 0 &&
+    (deleted.has(id) || deleted.has(`row ${ref.key.toString('hex')}`) || deleted.has(`family ${ref.key.toString('hex')} ${ref.family}`));
   const track = (ref: ColumnRef) => {
     const id = columnId(ref.key, ref.family, ref.hash);
     let tracked = versions.get(id);
