@@ -5,7 +5,7 @@
 import { performance } from 'node:perf_hooks';
 import autocannon from 'autocannon';
 import { LoadRecorder, type LoadResult } from './measure.ts';
-import { CELLS, type CaseName, FAMILY, SCAN_PAGE_ROWS, TABLE, nextIsRead, randomExistingKey, randomScanStart } from './workload.ts';
+import { BATCH_GET_KEYS, CELLS, type CaseName, FAMILY, SCAN_PAGE_ROWS, TABLE, nextIsRead, randomExistingKey, randomScanStart } from './workload.ts';
 
 export interface HttpLoad {
   readonly baseUrl: string;
@@ -63,6 +63,12 @@ export function v2ScanRequest(store: string, instance: string, start: string) {
   return { method: 'GET' as const, path: `${v2Rows(store, instance)}?start=${encodeURIComponent(start)}&pageSize=${SCAN_PAGE_ROWS}` };
 }
 
+/** The HTTP request for one v2 batchGet of BATCH_GET_KEYS preloaded rows, chosen uniformly. */
+export function v2BatchGetRequest(store: string, instance: string) {
+  const keys = Array.from({ length: BATCH_GET_KEYS }, randomExistingKey);
+  return { method: 'POST' as const, path: `${v2Rows(store, instance)}:batchGet`, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ keys }) };
+}
+
 /** The next request of a load. */
 function nextRequest(load: HttpLoad) {
   const read = nextIsRead(load.caseName);
@@ -73,6 +79,8 @@ function nextRequest(load: HttpLoad) {
       return v2WriteRequest(load.store, load.instance, load.newKey());
     case 'v2scan':
       return v2ScanRequest(load.store, load.instance, randomScanStart());
+    case 'v2batchget':
+      return v2BatchGetRequest(load.store, load.instance);
     default:
       return read ? readRequest(load.instance, randomExistingKey()) : insertRequest(load.instance, load.newKey());
   }

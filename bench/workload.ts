@@ -4,11 +4,14 @@
  */
 import { randomBytes } from 'node:crypto';
 
-export const CASES = ['read', 'insert', 'mix', 'v2read', 'v2write', 'v2scan'] as const;
+export const CASES = ['read', 'insert', 'mix', 'v2read', 'v2write', 'v2scan', 'v2batchget'] as const;
 export type CaseName = (typeof CASES)[number];
 
 /** The cases of v1, which the Bigtable client's ceiling also runs. */
 export const V1_CASES: readonly CaseName[] = ['read', 'insert', 'mix'];
+
+/** Keys in one batchGet of the v2 batchGet case. */
+export const BATCH_GET_KEYS = 10;
 
 /** The operation each case exercises, for the printed table. */
 export const CASE_LABELS: Record<CaseName, string> = {
@@ -18,6 +21,7 @@ export const CASE_LABELS: Record<CaseName, string> = {
   v2read: 'v2 rows.get (a row of 2 cells)',
   v2write: 'v2 rows.write (a new row of 2 cells)',
   v2scan: `v2 rows.scan (a page of ${100} rows)`,
+  v2batchget: `v2 rows.batchGet (${BATCH_GET_KEYS} rows)`,
 };
 
 /** Rows in one page of the v2 scan case. */
@@ -58,7 +62,7 @@ export function newKeys(tag: string): () => string {
 
 /** Whether the next request of a case is a read. */
 export function nextIsRead(name: CaseName): boolean {
-  if (name === 'read' || name === 'v2read' || name === 'v2scan') return true;
+  if (name === 'read' || name === 'v2read' || name === 'v2scan' || name === 'v2batchget') return true;
   if (name === 'insert' || name === 'v2write') return false;
   return Math.random() < MIX_READ_SHARE;
 }
