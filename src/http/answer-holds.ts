@@ -1,5 +1,5 @@
 import type { Middleware } from 'koa';
-import { type AnswerBudget, answersOverloaded } from '../service/answer-budget.ts';
+import type { AnswerBudget } from '../service/answer-budget.ts';
 import { ApiError } from '../service/errors.ts';
 import type { AppState } from './app-state.ts';
 import type { Operation } from './operations/operation.ts';
@@ -8,20 +8,17 @@ import type { Operation } from './operations/operation.ts';
  * holdAnswers gives each request of an operation whose answer holds rows (`operation.answer`) its
  * hold on the shared answer budget, and gives back all it took once the response has been written
  * or the client has gone: on the response's 'close', which comes after an answer, a problem or an
- * abort alike. An answer that cannot end early (`whole`) first waits for its turn to read, before
- * its body is read; one refused for want of room (then, or before it is rendered) is a 503
- * OVERLOADED, counted as shed.
+ * abort alike. An answer refused for want of room (a batchGet's, which waits for its turns in the
+ * service) is a 503 OVERLOADED, counted as shed.
  */
 export function holdAnswers(budget: AnswerBudget): (operation: Operation) => Array<Middleware<AppState>> {
   return (operation) => {
     if (operation.answer === undefined) return [];
-    const waits = operation.answer === 'whole';
     const hold: Middleware<AppState> = async (ctx, next) => {
       const answer = budget.hold();
       if (ctx.res.destroyed) answer.release();
       else ctx.res.once('close', () => answer.release());
       try {
-        if (waits && !(await answer.turn())) throw answersOverloaded();
         // The operation gets it in its request context (register.ts).
         ctx.state.answer = answer;
         await next();

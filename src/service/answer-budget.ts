@@ -33,12 +33,19 @@ export interface AnswerHold {
   /** Takes `bytes` whether or not they fit: a page's first row. */
   take(bytes: number): void;
   /**
-   * Waits for the answer's turn, in arrival order, and takes `bytes` then: once they fit (or the
-   * budget holds nothing), or with no bytes once there is any room, to read an answer whose size
-   * is not known yet. Resolves to whether the turn came: false after the budget's turnWaitMs, or
-   * once the hold is released.
+   * Waits for the turn to read an answer expected to hold `estimate` bytes, in arrival order, and
+   * takes them then: once they fit (or the budget holds nothing). An answer whose size nobody can
+   * estimate (0) goes once there is any room, and those behind it wait until it has settled.
+   * Resolves to whether the turn came: false after the budget's turnWaitMs, or once the hold is
+   * released.
    */
-  turn(bytes?: number): Promise<boolean>;
+  turn(estimate?: number): Promise<boolean>;
+  /**
+   * Replaces what the turn took with `bytes`, what the answer read: gives back what was estimated
+   * beyond them at once, and otherwise waits for room for the rest, before those waiting to read.
+   * Resolves as turn does.
+   */
+  settle(bytes: number): Promise<boolean>;
   /** Gives back every byte taken, once; the hold takes nothing after it. */
   release(): void;
 }
@@ -57,11 +64,12 @@ interface Waiter {
  *
  * A page never waits: it takes each row's bytes as it reads the row and ends early, with a token,
  * at the first row there is no room for, keeping at least its first row so that every page makes
- * progress. An answer that cannot end early (batchGet) waits twice: for room before it reads, and
- * for room for all it read before it is rendered (rendering costs four times what the rows do).
- * Answers let in from the queue to read go one at a time, each once the one before has counted
- * what it read, since nobody knows how much an answer holds before reading it. While an answer
- * waits, pages take only their first row, so that room comes.
+ * progress. An answer that cannot end early (batchGet) waits twice: for room for what it is
+ * expected to hold before it reads (answer-sizes.ts), and for room for all it read before it is
+ * rendered (rendering costs four times what the rows do). So large answers read one after another
+ * and small ones together. An answer nobody can estimate reads alone: those behind it wait until
+ * it has counted what it read. While an answer waits, pages take only their first row, so that
+ * room comes.
  */
 export class AnswerBudget {
   readonly limitBytes: number;
@@ -69,7 +77,7 @@ export class AnswerBudget {
   readonly turnWaitMs: number;
   #inUse = 0;
   readonly #waiting: Waiter[] = [];
-  /** The answer last let in from the queue to read, until it has counted what it read. */
+  /** The answer of unknown size let in to read, until it has counted what it read. */
   #reading: AnswerHold | undefined;
 
   constructor(limitBytes: number, turnWaitMs = 10_000) {
@@ -85,12 +93,30 @@ export class AnswerBudget {
   /** A hold for one request's answer, which must be released once the answer is written or the client has gone. */
   hold(): AnswerHold {
     let held = 0;
+    /** What the turn to read took, until the answer settles. */
+    let estimated = 0;
     let released = false;
     const take = (bytes: number) => {
       if (released) return;
       held += bytes;
       this.#inUse += bytes;
     };
+    const wait = (bytes: number, first: boolean, granted: () => void) =>
+      new Promise<boolean>((resolve) => {
+        const timer = setTimeout(() => this.#leave(waiter), this.turnWaitMs);
+        const waiter: Waiter = {
+          hold,
+          bytes,
+          grant: (ok) => {
+            clearTimeout(timer);
+            if (ok) granted();
+            resolve(ok);
+          },
+        };
+        if (first) this.#waiting.unshift(waiter);
+        else this.#waiting.push(waiter);
+        this.#letIn();
+      });
     const hold: AnswerHold = {
       tryTake: (bytes) => {
         if (released || !this.#open() || this.#inUse + bytes > this.limitBytes) return false;
@@ -98,31 +124,32 @@ export class AnswerBudget {
         return true;
       },
       take,
-      turn: (bytes = 0) => {
+      turn: (estimate = 0) => {
         if (released) return Promise.resolve(false);
-        // Let in to read, it has had its turn: it knows its size now, and comes before those behind it.
-        const wasReading = this.#reading === hold;
-        if (wasReading) this.#reading = undefined;
-        if ((wasReading || this.#open()) && this.#fits(bytes)) {
+        const read = () => {
+          take(estimate);
+          estimated = estimate;
+          if (estimate === 0) this.#reading = hold;
+        };
+        if (this.#open() && this.#fits(estimate)) {
+          read();
+          return Promise.resolve(true);
+        }
+        return wait(estimate, false, read);
+      },
+      settle: (bytes) => {
+        if (released) return Promise.resolve(false);
+        // It has had its turn: it knows its size now, and comes before those waiting to read.
+        if (this.#reading === hold) this.#reading = undefined;
+        held -= estimated;
+        this.#inUse -= estimated;
+        estimated = 0;
+        if (this.#fits(bytes)) {
           take(bytes);
           this.#letIn();
           return Promise.resolve(true);
         }
-        return new Promise((resolve) => {
-          const timer = setTimeout(() => this.#leave(waiter), this.turnWaitMs);
-          const waiter: Waiter = {
-            hold,
-            bytes,
-            grant: (granted) => {
-              clearTimeout(timer);
-              if (granted) take(bytes);
-              resolve(granted);
-            },
-          };
-          if (wasReading) this.#waiting.unshift(waiter);
-          else this.#waiting.push(waiter);
-          this.#letIn();
-        });
+        return wait(bytes, true, () => take(bytes));
       },
       release: () => {
         if (released) return;
@@ -138,7 +165,7 @@ export class AnswerBudget {
     return hold;
   }
 
-  /** Whether no answer waits for its turn or has been let in to read without having counted what it read. */
+  /** Whether no answer waits for its turn or reads without an estimate, not having counted what it read. */
   #open(): boolean {
     return this.#waiting.length === 0 && this.#reading === undefined;
   }
@@ -155,12 +182,10 @@ export class AnswerBudget {
     this.#letIn();
   }
 
-  /** Lets waiters in, in order, while the first fits; one let in to read stops the rest until it has counted. */
+  /** Lets waiters in, in order, while the first fits; one let in to read without an estimate stops the rest until it has counted. */
   #letIn(): void {
     while (this.#reading === undefined && this.#waiting.length > 0 && this.#fits((this.#waiting[0] as Waiter).bytes)) {
-      const next = this.#waiting.shift() as Waiter;
-      if (next.bytes === 0) this.#reading = next.hold;
-      next.grant(true);
+      (this.#waiting.shift() as Waiter).grant(true);
     }
   }
 }

@@ -2,6 +2,7 @@ import type { NamedStore } from '../store/store-set.ts';
 import type { ColumnSelector, ReadSelection, Row, RowMutations, TableRef } from '../store/store.ts';
 import { isStoreError } from '../store/errors.ts';
 import { answersOverloaded } from './answer-budget.ts';
+import { AnswerSizes } from './answer-sizes.ts';
 import { ApiError } from './errors.ts';
 import { prefixRange } from './key-ranges.ts';
 import { DEFAULT_PAGE_SIZE, SERVICE_LIMITS, notSupported, overLimit, tooMany, tooManyBytes } from './limits.ts';
@@ -69,6 +70,7 @@ export class RowService {
   readonly #stores: StoreDirectory;
   readonly #timeoutMs: number;
   readonly #clocks = new Map<string, WriteClock>();
+  readonly #answerSizes = new AnswerSizes();
   readonly #now: () => number;
 
   constructor(deps: RowServiceDeps) {
@@ -87,17 +89,22 @@ export class RowService {
 
   /**
    * One answer per key, in the order of `keys` (which may repeat): the row, or null when it has no
-   * selected cell. The answer cannot end early: once read, it waits for room for all its bytes in
-   * the request's answer budget before it is rendered, or is refused with 503 OVERLOADED.
+   * selected cell. The answer cannot end early: it waits for room in the request's answer budget
+   * for what it is expected to hold before it reads, and for all it read before it is rendered, or
+   * is refused with 503 OVERLOADED.
    */
   async readMany(target: TableTarget, keys: readonly Buffer[], selection: Selection, request: RequestOptions = {}): Promise<Array<Row | null>> {
     const named = this.#stores.instance(target.store, target.instance);
     const { limits } = named.store;
     if (keys.length > limits.entriesPerBatch) throw tooMany('entriesPerBatch', 'keys', keys.length, limits.entriesPerBatch, 'keys');
     for (const [index, key] of keys.entries()) checkKey(limits, key, `keys[${index}]`);
+    const { answer } = request;
+    const table = tableName(target);
+    if (answer !== undefined && !(await answer.turn(this.#answerSizes.estimate(table, keys.length)))) throw answersOverloaded();
     const rows = await named.store.readRows(ref(target), keys, this.#selection(named, selection), callOptions(this.#timeoutMs, request));
     const bytes = rows.reduce((sum, row, index) => sum + (row === null ? (keys[index]?.length ?? 0) : rowBytes(row)), 0);
-    if (request.answer !== undefined && !(await request.answer.turn(bytes))) throw answersOverloaded();
+    this.#answerSizes.observe(table, keys.length, bytes);
+    if (answer !== undefined && !(await answer.settle(bytes))) throw answersOverloaded();
     return rows;
   }
 
@@ -219,6 +226,11 @@ export class RowService {
     }
     return clock;
   }
+}
+
+/** A table's name across stores and instances (names hold no slash). */
+function tableName(target: TableTarget): string {
+  return `${target.store}/${target.instance}/${target.table}`;
 }
 
 function ref(target: TableTarget): TableRef {

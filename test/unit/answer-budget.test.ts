@@ -39,6 +39,7 @@ describe('AnswerBudget: the bytes of rows held for answers at once', () => {
     first.take(30);
     expect(first.tryTake(20)).to.equal(true);
     expect(await first.turn(10)).to.equal(true);
+    expect(await first.settle(10)).to.equal(true);
     second.take(40);
     first.release();
     first.release();
@@ -46,6 +47,7 @@ describe('AnswerBudget: the bytes of rows held for answers at once', () => {
     first.take(10);
     expect(first.tryTake(10)).to.equal(false);
     expect(await first.turn(10)).to.equal(false);
+    expect(await first.settle(10)).to.equal(false);
     expect(budget.inUse).to.equal(40);
     second.release();
     expect(budget.inUse).to.equal(0);
@@ -57,28 +59,72 @@ describe('AnswerBudget: the bytes of rows held for answers at once', () => {
     expect(await answer.turn()).to.equal(true);
     expect(budget.inUse).to.equal(99);
     page.release();
-    expect(await answer.turn(500)).to.equal(true);
+    expect(await answer.settle(500)).to.equal(true);
     expect(budget.inUse).to.equal(500);
     answer.release();
     expect(budget.inUse).to.equal(0);
+    const estimated = budget.hold();
+    expect(await estimated.turn(500)).to.equal(true);
+    expect(budget.inUse).to.equal(500);
+    estimated.release();
   });
 
   it('makes an answer wait for room for all it read, while pages take nothing beyond their first row', async () => {
     const { budget, page } = withPage(60);
     const answer = budget.hold();
+    expect(await answer.turn(10)).to.equal(true);
     let granted = false;
-    const turn = answer.turn(80).then((value) => (granted = value));
+    const settle = answer.settle(80).then((value) => (granted = value));
     await settled();
     expect(granted).to.equal(false);
+    // The estimate was given back while it waits, and nobody else took it.
+    expect(budget.inUse).to.equal(60);
     const other = budget.hold();
     expect(other.tryTake(1)).to.equal(false);
     page.release();
-    await turn;
+    await settle;
     expect(granted).to.equal(true);
     expect(budget.inUse).to.equal(80);
     answer.release();
     expect(other.tryTake(1)).to.equal(true);
     other.release();
+  });
+
+  it('lets answers read together while their estimates fit, and the next once one settles for less', async () => {
+    const budget = new AnswerBudget(100, 1000);
+    const [first, second, third] = [budget.hold(), budget.hold(), budget.hold()];
+    expect(await first.turn(40)).to.equal(true);
+    expect(await second.turn(40)).to.equal(true);
+    let thirdReads = false;
+    const turn = third.turn(40).then((granted) => (thirdReads = granted));
+    await settled();
+    expect(thirdReads).to.equal(false);
+    expect(budget.inUse).to.equal(80);
+    // The first read less than expected: the rest of its estimate goes back, and the third reads.
+    expect(await first.settle(15)).to.equal(true);
+    await turn;
+    expect(thirdReads).to.equal(true);
+    expect(budget.inUse).to.equal(15 + 40 + 40);
+    for (const hold of [first, second, third]) hold.release();
+    expect(budget.inUse).to.equal(0);
+  });
+
+  it('lets an answer of unknown size read alone, even with room: those behind it wait until it has counted what it read', async () => {
+    const budget = new AnswerBudget(100, 1000);
+    const [first, second] = [budget.hold(), budget.hold()];
+    const order: string[] = [];
+    expect(await first.turn()).to.equal(true);
+    const turn = second.turn(10).then(() => order.push('second'));
+    await settled();
+    expect(order).to.deep.equal([]);
+    expect(budget.hold().tryTake(1)).to.equal(false);
+    expect(await first.settle(30)).to.equal(true);
+    await turn;
+    expect(order).to.deep.equal(['second']);
+    expect(budget.inUse).to.equal(40);
+    first.release();
+    second.release();
+    expect(budget.inUse).to.equal(0);
   });
 
   it('lets answers waiting to read in one at a time, in arrival order, each once the one before has counted what it read', async () => {
@@ -91,31 +137,34 @@ describe('AnswerBudget: the bytes of rows held for answers at once', () => {
     // The first was let in and has not counted its rows yet: the second waits for it, and pages get nothing.
     expect(order).to.deep.equal(['first']);
     expect(budget.hold().tryTake(1)).to.equal(false);
-    expect(await first.turn(30)).to.equal(true);
+    expect(await first.settle(30)).to.equal(true);
     await Promise.all(turns);
     expect(order).to.deep.equal(['first', 'second']);
-    expect(await second.turn(70)).to.equal(true);
+    expect(await second.settle(70)).to.equal(true);
     expect(budget.inUse).to.equal(100);
     first.release();
     second.release();
     expect(budget.inUse).to.equal(0);
   });
 
-  it('puts an answer let in to read before those behind it when it waits for room for what it read', async () => {
-    const { budget, page } = withPage(100);
-    const [first, second] = [budget.hold(), budget.hold()];
-    const reading = first.turn();
-    const secondReads = second.turn();
-    page.release();
-    expect(await reading).to.equal(true);
-    const other = budget.hold();
+  it('puts an answer that has read before those waiting to read when it waits for room for what it read', async () => {
+    const budget = new AnswerBudget(100, 1000);
+    const [first, second, other] = [budget.hold(), budget.hold(), budget.hold()];
+    expect(await first.turn(20)).to.equal(true);
     other.take(50);
     const order: string[] = [];
-    const turns = [first.turn(80).then(() => order.push('first rendered')), secondReads.then(() => order.push('second reads'))];
+    const secondReads = second.turn(45).then(() => order.push('second reads'));
+    const firstRendered = first.settle(60).then(() => order.push('first rendered'));
+    await settled();
+    expect(order).to.deep.equal([]);
+    // Room for either, not both: the one that has read goes first.
     other.release();
-    await Promise.all(turns);
-    expect(order).to.deep.equal(['first rendered', 'second reads']);
+    await firstRendered;
+    await settled();
+    expect(order).to.deep.equal(['first rendered']);
     first.release();
+    await secondReads;
+    expect(order).to.deep.equal(['first rendered', 'second reads']);
     second.release();
     expect(budget.inUse).to.equal(0);
   });

@@ -13,17 +13,17 @@ const ROW_BYTES = 'row-00'.length + 1 + VALUE.length;
 
 const turn = () => new Promise(setImmediate);
 
-/** The service's budget, recording the bytes of each turn taken for an answer's rows. */
+/** The service's budget, recording the bytes each answer settled for once it had read its rows. */
 class RecordingBudget extends AnswerBudget {
-  readonly turns: number[] = [];
+  readonly settled: number[] = [];
 
   override hold(): AnswerHold {
     const hold = super.hold();
     return {
       ...hold,
-      turn: async (bytes) => {
-        const granted = await hold.turn(bytes);
-        if (granted && bytes !== undefined) this.turns.push(bytes);
+      settle: async (bytes) => {
+        const granted = await hold.settle(bytes);
+        if (granted) this.settled.push(bytes);
         return granted;
       },
     };
@@ -47,6 +47,8 @@ describe('v2 answers within the answer budget', () => {
   let beforeRow: ((index: number) => Promise<void>) | undefined;
   /** Calls of the store's readRows (batchGet) so far. */
   let rowReads = 0;
+  /** Awaited before the store reads a batchGet's rows, when set. */
+  let beforeRead: (() => Promise<void>) | undefined;
 
   before(async function () {
     const hooked = (real: DataStore): DataStore =>
@@ -61,7 +63,13 @@ describe('v2 answers within the answer budget', () => {
               }
             };
           }
-          if (property === 'readRows') rowReads += 1;
+          if (property === 'readRows') {
+            return async (...args: Parameters<DataStore['readRows']>) => {
+              rowReads += 1;
+              await beforeRead?.();
+              return target.readRows(...args);
+            };
+          }
           const value: unknown = Reflect.get(target, property, receiver);
           return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
         },
@@ -72,6 +80,7 @@ describe('v2 answers within the answer budget', () => {
   });
   afterEach(() => {
     beforeRow = undefined;
+    beforeRead = undefined;
   });
   after(() => app?.close());
 
@@ -165,28 +174,81 @@ describe('v2 answers within the answer budget', () => {
   });
 
   const batchGet = (count: number) => app.api.post(`${v2Paths(app).rows('wide')}:batchGet`, { keys: KEYS.slice(0, count) });
+  const batchGetMissing = () => app.api.post(`${v2Paths(app).rows('wide')}:batchGet`, { keys: ['missing-0', 'missing-1'] });
 
-  it('lets a batchGet wait for room to read, and for room for all it read, then answers it whole', async () => {
-    budget.turns.length = 0;
-    // The budget spent: it waits to read. Room for one row: it reads, then waits for room for five.
+  /** Waits until nothing more is read within 100 ms, and answers the reads made since `reads`. */
+  async function readsSince(reads: number): Promise<number> {
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    return rowReads - reads;
+  }
+
+  it('lets a batchGet wait for room for what it is expected to hold before it reads', async () => {
+    // An answer of found rows makes the table's estimate a row's bytes per key.
+    expect((await batchGet(1)).status).to.equal(200);
     for (const spent of [budget.limitBytes, budget.limitBytes - ROW_BYTES]) {
       const hog = budget.hold();
       hog.take(spent);
-      let answered = false;
       const reads = rowReads;
-      const answer = batchGet(5).finally(() => (answered = true));
-      await new Promise((resolve) => setTimeout(resolve, 100));
-      expect(answered, `with ${spent} bytes held`).to.equal(false);
-      // Nothing is read while the budget has no room at all.
-      expect(rowReads - reads, `reads with ${spent} bytes held`).to.equal(spent === budget.limitBytes ? 0 : 1);
-      hog.release();
+      let answered = false;
+      const answer = batchGet(2).finally(() => (answered = true));
+      try {
+        expect(await readsSince(reads), `reads with ${spent} bytes held`).to.equal(0);
+        expect(answered).to.equal(false);
+      } finally {
+        hog.release();
+      }
       const { status, body } = await answer;
       expect(status).to.equal(200);
-      expect(body.rows.map((row: { found: boolean }) => row.found)).to.deep.equal([true, true, true, true, true]);
+      expect(body.rows.map((row: { found: boolean }) => row.found)).to.deep.equal([true, true]);
       await until(() => budget.inUse === 0, 'the budget is back to zero');
     }
+  });
+
+  it('lets batchGets read together while what they are expected to hold fits, and one after another when not', async () => {
+    expect((await batchGet(1)).status).to.equal(200);
+    // Three rows fit: two answers of one row read at once, two of two rows one after the other.
+    for (const [count, together] of [
+      [1, 2],
+      [2, 1],
+    ] as const) {
+      let open: () => void = () => {};
+      const gate = new Promise<void>((resolve) => (open = resolve));
+      beforeRead = () => gate;
+      const reads = rowReads;
+      const answers = Promise.all([batchGet(count), batchGet(count)]);
+      try {
+        expect(await readsSince(reads), `batchGets of ${count} rows reading at once`).to.equal(together);
+      } finally {
+        open();
+      }
+      for (const { status } of await answers) expect(status).to.equal(200);
+      expect(rowReads - reads).to.equal(2);
+      await until(() => budget.inUse === 0, 'the budget is back to zero');
+    }
+  });
+
+  it('lets a batchGet that read more than expected wait for room for all it read, then answers it whole', async () => {
+    // Answers of missing keys hold only their keys: each brings the estimate a quarter of the way down to that.
+    for (let index = 0; index < 24; index += 1) expect((await batchGetMissing()).status).to.equal(200);
+    budget.settled.length = 0;
+    // Room for one row: it reads, then waits for room for five.
+    const hog = budget.hold();
+    hog.take(budget.limitBytes - ROW_BYTES);
+    const reads = rowReads;
+    let answered = false;
+    const answer = batchGet(5).finally(() => (answered = true));
+    try {
+      expect(await readsSince(reads)).to.equal(1);
+      expect(answered).to.equal(false);
+    } finally {
+      hog.release();
+    }
+    const { status, body } = await answer;
+    expect(status).to.equal(200);
+    expect(body.rows.map((row: { found: boolean }) => row.found)).to.deep.equal([true, true, true, true, true]);
     // More than the budget holds, taken whole once it held nothing else.
-    expect(budget.turns).to.deep.equal([5 * ROW_BYTES, 5 * ROW_BYTES]);
+    expect(budget.settled).to.deep.equal([5 * ROW_BYTES]);
+    await until(() => budget.inUse === 0, 'the budget is back to zero');
   });
 
   it('refuses a batchGet with 503 OVERLOADED when a turn does not come in time, counting it as shed', async () => {

@@ -83,8 +83,8 @@ export interface OperationSpec<Params, Query, Body> {
   };
   /**
    * How the answer's rows count against the service's answer budget (answer-budget.ts): a page
-   * (`pages`) ends early when the budget has no room; a `whole` answer waits for its turn first.
-   * Absent: the answer is not counted.
+   * (`pages`) ends early when the budget has no room; a `whole` answer waits for room. Absent:
+   * the answer is not counted.
    */
   readonly answer?: 'pages' | 'whole';
   /** Error codes particular to this operation; those every operation of its API may answer are added. */
