@@ -1,8 +1,21 @@
 import type { AddressInfo } from 'node:net';
 import { Readable } from 'node:stream';
 import { expect } from 'chai';
+import fc from 'fast-check';
 import Koa from 'koa';
-import { setJsonAnswer } from '../../src/http/json-answer.ts';
+import { JsonText, jsonPieces, markHoldsJsonText, setJsonAnswer } from '../../src/http/json-answer.ts';
+
+const KIB = 1024;
+
+/** `text` repeated to at least `bytes` UTF-8 bytes, as a buffer of its own. */
+function longText(text: string, bytes = 64 * KIB): Buffer {
+  return Buffer.from(text.repeat(Math.ceil(bytes / Buffer.byteLength(text))));
+}
+
+/** The pieces of jsonPieces(value), joined as bytes. */
+function joined(value: unknown): Buffer {
+  return Buffer.concat([...jsonPieces(value)].map((piece) => (typeof piece === 'string' ? Buffer.from(piece) : piece)));
+}
 
 /**
  * Serves `value` through setJsonAnswer on a real socket; resolves with what a client receives, and
@@ -85,5 +98,47 @@ describe('setJsonAnswer: JSON answers, large ones rendered a piece at a time', (
     expect(bytes.length).to.equal(Buffer.byteLength(JSON.stringify(value)));
     // Rendered at once (about 18 MB of text), the answer would hold the loop from its first byte to its last.
     expect(ticksWhileRendering).to.be.at.least(3);
+  });
+
+  it('sends JsonText as its own bytes, in items marked as holding it, as JSON.stringify would', async () => {
+    const texts = [longText('x'), longText('é✓\u2028\u007f ok '), longText('y', 300 * KIB)].map((bytes) => JsonText.of(bytes) as JsonText);
+    const rows = texts.map((value, index) => markHoldsJsonText({ key: `row ${index}`, cells: [markHoldsJsonText({ family: 'cf', value, timestamp: 't' })] }));
+    for (const value of [{ rows, nextPageToken: 'tok' }, { key: 'one', cells: rows[1]?.cells }]) {
+      const { response, bytes } = await answerOf(value);
+      expect(response.headers.get('transfer-encoding')).to.equal('chunked');
+      expect(bytes.equals(Buffer.from(JSON.stringify(value)))).to.equal(true);
+    }
+  });
+
+  it('keeps as JsonText only long, valid UTF-8 that JSON holds as it is', () => {
+    expect(JsonText.of(longText('x'))).to.be.instanceOf(JsonText);
+    expect(JsonText.of(longText('x').subarray(1)), 'one byte short').to.equal(undefined);
+    for (const escaped of ['"', '\\', '\n', '\u0000', '\u001f']) {
+      const bytes = longText('x');
+      bytes.write(escaped, 1000);
+      expect(JsonText.of(bytes), JSON.stringify(escaped)).to.equal(undefined);
+    }
+    const invalid = longText('x');
+    invalid[5] = 0xff;
+    expect(JsonText.of(invalid), 'not UTF-8').to.equal(undefined);
+    const text = longText('a');
+    expect(JSON.stringify({ text: JsonText.of(text) })).to.equal(JSON.stringify({ text: text.toString() }));
+  });
+
+  it('writes any value as JSON.stringify does, byte for byte, and JsonText as the very bytes it holds', () => {
+    const text = JsonText.of(longText('ok✓')) as JsonText;
+    const leaf = fc.oneof(
+      fc.jsonValue({ maxDepth: 2 }),
+      fc.constantFrom(undefined, () => 1, Symbol('s'), new Date(0), text, Number.NaN, -0),
+    );
+    const values = fc.letrec<{ value: unknown }>((tie) => ({
+      value: fc.oneof({ depthSize: 'small' }, leaf, fc.array(tie('value')), fc.dictionary(fc.string(), tie('value'))),
+    })).value.filter((value) => JSON.stringify(value) !== undefined);
+    fc.assert(
+      fc.property(values, (value) => {
+        expect(joined(value).equals(Buffer.from(JSON.stringify(value)))).to.equal(true);
+      }),
+    );
+    expect([...jsonPieces({ value: text })].some((piece) => piece === text.bytes)).to.equal(true);
   });
 });

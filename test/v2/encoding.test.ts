@@ -88,4 +88,40 @@ describe('v2 bytes: base64 and text', () => {
     expect(response.status).to.be.within(400, 415);
     expect((await app().api.get(`${rows()}/latin1`)).status).to.equal(404);
   });
+
+  it('gives large values back as written, whether JSON holds them as they are or must escape them', async () => {
+    const long = (text: string) => text.repeat(Math.ceil((64 * 1024) / Buffer.byteLength(text)) + 1);
+    const texts: Record<string, string> = {
+      plain: long('x'),
+      multibyte: long('é✓\u2028\u007f ok '),
+      quote: `${long('q')}"`,
+      backslash: `\\${long('b')}`,
+      newline: `${long('line')}\n${long('more')}`,
+      control: `${long('c')}\u0001`,
+    };
+    const invalid = Buffer.concat([Buffer.from(long('i')), bytes(0xff)]);
+    const path = (key: string) => `${v2Paths(app()).rows('large')}/${key}`;
+    await createTable(app(), 'large', [{ name: 'cf' }]);
+    for (const [key, value] of Object.entries(texts)) {
+      const written = await app().api.request('PUT', path(key), { json: { cells: [{ family: 'cf', column: 'c', value }] } });
+      expect(written.status, JSON.stringify(written.body)).to.equal(200);
+    }
+    const put = await app().api.request('PUT', path('invalid'), { json: { cells: [{ family: 'cf', column: b64(Buffer.from('c')), value: b64(invalid), encoding: 'base64' }] } });
+    expect(put.status, JSON.stringify(put.body)).to.equal(200);
+    const expected = (key: string) => (key === 'invalid' ? { value: b64(invalid), encoding: 'base64' } : { value: texts[key] });
+    const keys = [...Object.keys(texts), 'invalid'];
+
+    for (const key of keys) {
+      const { status, body } = await app().api.get(path(key));
+      expect(status, key).to.equal(200);
+      expect(body.cells[0], key).to.deep.include(expected(key));
+    }
+    const got = await app().api.post(`${v2Paths(app()).rows('large')}:batchGet`, { keys });
+    expect(got.body.rows.map((row: { cells: Array<Record<string, unknown>> }) => row.cells[0]?.value)).to.deep.equal(keys.map((key) => expected(key).value));
+    const scanned = await app().api.get(`${v2Paths(app()).rows('large')}?pageSize=100`);
+    const byKey = new Map(scanned.body.rows.map((row: { key: string; cells: unknown[] }) => [row.key, row.cells[0]]));
+    for (const key of keys) expect(byKey.get(key), key).to.deep.include(expected(key));
+    const inBase64 = await app().api.get(`${v2Paths(app()).rows('large')}/${b64url(Buffer.from('plain'))}?encoding=base64`);
+    expect(inBase64.body.cells[0].value).to.equal(b64(Buffer.from(texts.plain as string)));
+  });
 });

@@ -1,6 +1,7 @@
 import { isUtf8 } from 'node:buffer';
 import type { Cell, ColumnSelector, Row } from '../../store/store.ts';
 import { formatTimestamp } from '../../service/timestamps.ts';
+import { JsonText, markHoldsJsonText } from '../json-answer.ts';
 
 /**
  * How v2 carries bytes (keys, columns, values) in JSON and URLs.
@@ -52,7 +53,8 @@ export function renderKey(key: Buffer, base64: boolean): { key: string; encoding
 export interface CellOutput {
   readonly family: string;
   readonly column: string;
-  readonly value: string;
+  /** Text or base64; a large text value that JSON holds as it is stays bytes until sent (JsonText). */
+  readonly value: string | JsonText;
   /** RFC 3339, UTC, with microseconds. */
   readonly timestamp: string;
   readonly encoding?: 'base64';
@@ -62,7 +64,10 @@ export interface CellOutput {
 export function renderCell(cell: Cell, base64: boolean): CellOutput {
   const timestamp = formatTimestamp(cell.timestampMicros);
   if (!base64 && isUtf8(cell.column) && isUtf8(cell.value)) {
-    return { family: cell.family, column: cell.column.toString('utf8'), value: cell.value.toString('utf8'), timestamp };
+    const column = cell.column.toString('utf8');
+    const text = JsonText.of(cell.value);
+    if (text !== undefined) return markHoldsJsonText({ family: cell.family, column, value: text, timestamp });
+    return { family: cell.family, column, value: cell.value.toString('utf8'), timestamp };
   }
   const rendered = { family: cell.family, column: cell.column.toString('base64'), value: cell.value.toString('base64'), timestamp };
   return base64 ? rendered : { ...rendered, encoding: 'base64' };
@@ -75,5 +80,10 @@ export interface RowOutput {
 }
 
 export function renderRow(row: Row, base64: boolean): RowOutput {
-  return { ...renderKey(row.key, base64), cells: row.cells.map((cell) => renderCell(cell, base64)) };
+  return withCells({ ...renderKey(row.key, base64), cells: row.cells.map((cell) => renderCell(cell, base64)) });
+}
+
+/** An answer's object holding `cells`, marked as holding JsonText when one of them does. */
+export function withCells<T extends { readonly cells: readonly CellOutput[] }>(output: T): T {
+  return output.cells.some((cell) => cell.value instanceof JsonText) ? markHoldsJsonText(output) : output;
 }

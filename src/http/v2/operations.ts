@@ -4,7 +4,7 @@ import type { TableTarget } from '../../service/tables.ts';
 import { isLarge, mapInSlices, nextTurn } from '../../service/slices.ts';
 import { shorten } from '../../service/text.ts';
 import { type Operation, defineOperation } from '../operations/operation.ts';
-import { bodyBytes, columnSelector, inBase64, renderCell, renderKey, renderRow, urlBytes } from './bytes.ts';
+import { bodyBytes, columnSelector, inBase64, renderCell, renderKey, renderRow, urlBytes, withCells } from './bytes.ts';
 import { cellFields, familySpec, mutationFields, mutationOf, requireDistinctCells, setOf } from './mapping.ts';
 import * as schemas from './schemas.ts';
 
@@ -299,7 +299,7 @@ export const V2_OPERATIONS: readonly Operation[] = [
       return {
         rows: keys.map((key, index) => {
           const row = rows[index] ?? null;
-          return { ...renderKey(key, base64), found: row !== null, cells: row?.cells.map((cell) => renderCell(cell, base64)) ?? [] };
+          return withCells({ ...renderKey(key, base64), found: row !== null, cells: row?.cells.map((cell) => renderCell(cell, base64)) ?? [] });
         }),
       };
     },
