@@ -1,10 +1,10 @@
 /**
- * `node bench/large-pages.ts [--concurrency 8] [--rounds 4] [--rows 80] [--batch-get] [--store embedded|bigtable]`:
+ * `node bench/large-pages.ts [--concurrency 8] [--rounds 4] [--rows 80] [--batch-get] [--binary] [--store embedded|bigtable]`:
  * the service's memory while several callers read the largest answers the v2 API gives (pages of
  * 16 MiB of keys, columns and values, SERVICE_LIMITS.pageBytes), on the embedded store or on a
  * Bigtable emulator of its own. The built service (`npm run build` first) runs with no
  * configuration but the store's; the table holds `--rows` rows of one
- * 256 KiB cell. Each round, `--concurrency` callers at once each scan the whole table, asking for
+ * 256 KiB cell, text (or, with `--binary`, random bytes, which answers give in base64). Each round, `--concurrency` callers at once each scan the whole table, asking for
  * pages of as many rows and following the tokens (a full page holds 63 rows); with `--batch-get`,
  * each instead reads the first 63 rows in one batchGet. Prints the service's RSS before the reads,
  * and for each round its peak (sampled every 50 ms), the time, the answers' statuses and the
@@ -15,6 +15,7 @@
  * to the memory of large answers measured: docs/performance.md, "Memory under the largest scan
  * pages".
  */
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
@@ -30,6 +31,7 @@ const { values: args } = parseArgs({
     rounds: { type: 'string', default: '4' },
     rows: { type: 'string', default: '80' },
     'batch-get': { type: 'boolean', default: false },
+    binary: { type: 'boolean', default: false },
     store: { type: 'string', default: 'embedded' },
   },
 });
@@ -40,7 +42,11 @@ const concurrency = Number(args.concurrency);
 const rounds = Number(args.rounds);
 const ROWS = Number(args.rows);
 const batchGet = args['batch-get'];
-const VALUE = 'x'.repeat(256 * 1024);
+/** The value of every row: text, or bytes that are not UTF-8 (a leading 0xff), written in base64. */
+const VALUE = args.binary ? Buffer.concat([Buffer.from([0xff]), randomBytes(256 * 1024 - 1)]).toString('base64') : 'x'.repeat(256 * 1024);
+const CELL = args.binary
+  ? { family: 'cf', column: Buffer.from('v').toString('base64'), value: VALUE, encoding: 'base64' }
+  : { family: 'cf', column: 'v', value: VALUE };
 /** As many rows as the largest page holds: 63 of 256 KiB in 16 MiB. */
 const BATCH_KEYS = 63;
 const keyOf = (row: number) => `row-${String(row).padStart(3, '0')}`;
@@ -98,10 +104,10 @@ try {
   };
   await send(tables, 'POST', { name: 'pages', families: [{ name: 'cf', maxVersions: 1 }] });
   for (let row = 0; row < ROWS; row++) {
-    await send(`${tables}/pages/rows/${keyOf(row)}`, 'PUT', { cells: [{ family: 'cf', column: 'v', value: VALUE }] });
+    await send(`${tables}/pages/rows/${keyOf(row)}`, 'PUT', { cells: [CELL] });
   }
   process.stdout.write(
-    `largest ${batchGet ? 'batchGet answers' : 'scan pages'}, ${concurrency} at once, on the ${args.store === 'bigtable' ? 'Bigtable emulator' : 'embedded store'}: ${cpus().length} × ${cpus()[0]?.model ?? '?'}, ` +
+    `largest ${batchGet ? 'batchGet answers' : 'scan pages'}${args.binary ? ' of binary values' : ''}, ${concurrency} at once, on the ${args.store === 'bigtable' ? 'Bigtable emulator' : 'embedded store'}: ${cpus().length} × ${cpus()[0]?.model ?? '?'}, ` +
       `${Math.round(totalmem() / 2 ** 30)} GB, Node ${process.version}, load average ${loadavg()[0]?.toFixed(2)}\n` +
       `  service RSS before the scans: ${memoryOf(pid).rssMb} MB\n`,
   );

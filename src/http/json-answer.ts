@@ -27,7 +27,8 @@ const HOLDS_JSON_TEXT = Symbol('holds JsonText');
 
 /**
  * JsonText is a string of an answer kept as its UTF-8 bytes, which JSON holds as they are between
- * quotes, and which setJsonAnswer sends without making a string of them. A 256 KiB value made into
+ * quotes, and which setJsonAnswer sends without making a string of them: a large value as text, or
+ * in base64. A 256 KiB value made into
  * a string, then into JSON, then back into bytes cost about 0.9 ms of CPU and three copies; as is,
  * it costs a check for the bytes JSON escapes. Wherever else it is serialized, it is that string.
  */
@@ -38,12 +39,21 @@ export class JsonText {
     this.bytes = bytes;
   }
 
-  /** The bytes as JsonText when they are long, valid UTF-8 and hold nothing JSON escapes; else undefined. */
-  static of(bytes: Buffer): JsonText | undefined {
+  /** The bytes as text, when they are long, valid UTF-8 and hold nothing JSON escapes; else undefined. */
+  static utf8(bytes: Buffer): JsonText | undefined {
     if (bytes.length < JSON_TEXT_MIN_BYTES || !isUtf8(bytes)) return undefined;
     // Each search is a native scan of the bytes, far cheaper than making the string and its JSON.
     for (const byte of ESCAPED_BYTES) if (bytes.includes(byte)) return undefined;
     return new JsonText(bytes);
+  }
+
+  /**
+   * The bytes in base64, when they are long; else undefined. Base64 needs no escaping, so only its
+   * string is made, not its JSON: for 63 values of 256 KiB, 28 ms of CPU against 107-115.
+   */
+  static base64(bytes: Buffer): JsonText | undefined {
+    if (bytes.length < JSON_TEXT_MIN_BYTES) return undefined;
+    return new JsonText(Buffer.from(bytes.toString('base64'), 'latin1'));
   }
 
   toJSON(): string {

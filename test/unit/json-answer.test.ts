@@ -101,7 +101,7 @@ describe('setJsonAnswer: JSON answers, large ones rendered a piece at a time', (
   });
 
   it('sends JsonText as its own bytes, in items marked as holding it, as JSON.stringify would', async () => {
-    const texts = [longText('x'), longText('é✓\u2028\u007f ok '), longText('y', 300 * KIB)].map((bytes) => JsonText.of(bytes) as JsonText);
+    const texts = [longText('x'), longText('é✓\u2028\u007f ok '), longText('y', 300 * KIB)].map((bytes) => JsonText.utf8(bytes) as JsonText);
     const rows = texts.map((value, index) => markHoldsJsonText({ key: `row ${index}`, cells: [markHoldsJsonText({ family: 'cf', value, timestamp: 't' })] }));
     for (const value of [{ rows, nextPageToken: 'tok' }, { key: 'one', cells: rows[1]?.cells }]) {
       const { response, bytes } = await answerOf(value);
@@ -111,22 +111,30 @@ describe('setJsonAnswer: JSON answers, large ones rendered a piece at a time', (
   });
 
   it('keeps as JsonText only long, valid UTF-8 that JSON holds as it is', () => {
-    expect(JsonText.of(longText('x'))).to.be.instanceOf(JsonText);
-    expect(JsonText.of(longText('x').subarray(1)), 'one byte short').to.equal(undefined);
+    expect(JsonText.utf8(longText('x'))).to.be.instanceOf(JsonText);
+    expect(JsonText.utf8(longText('x').subarray(1)), 'one byte short').to.equal(undefined);
     for (const escaped of ['"', '\\', '\n', '\u0000', '\u001f']) {
       const bytes = longText('x');
       bytes.write(escaped, 1000);
-      expect(JsonText.of(bytes), JSON.stringify(escaped)).to.equal(undefined);
+      expect(JsonText.utf8(bytes), JSON.stringify(escaped)).to.equal(undefined);
     }
     const invalid = longText('x');
     invalid[5] = 0xff;
-    expect(JsonText.of(invalid), 'not UTF-8').to.equal(undefined);
+    expect(JsonText.utf8(invalid), 'not UTF-8').to.equal(undefined);
     const text = longText('a');
-    expect(JSON.stringify({ text: JsonText.of(text) })).to.equal(JSON.stringify({ text: text.toString() }));
+    expect(JSON.stringify({ text: JsonText.utf8(text) })).to.equal(JSON.stringify({ text: text.toString() }));
+  });
+
+  it('keeps long bytes in base64 as JsonText, whatever they hold', () => {
+    const bytes = Buffer.from(Array.from({ length: 64 * KIB }, (_, index) => (index * 7) % 256));
+    expect(JsonText.base64(bytes.subarray(1)), 'one byte short').to.equal(undefined);
+    const encoded = JsonText.base64(bytes) as JsonText;
+    expect(encoded.bytes.toString('latin1')).to.equal(bytes.toString('base64'));
+    expect(joined({ value: encoded }).toString()).to.equal(JSON.stringify({ value: bytes.toString('base64') }));
   });
 
   it('writes any value as JSON.stringify does, byte for byte, and JsonText as the very bytes it holds', () => {
-    const text = JsonText.of(longText('ok✓')) as JsonText;
+    const text = JsonText.utf8(longText('ok✓')) as JsonText;
     const leaf = fc.oneof(
       fc.jsonValue({ maxDepth: 2 }),
       fc.constantFrom(undefined, () => 1, Symbol('s'), new Date(0), text, Number.NaN, -0),

@@ -53,7 +53,7 @@ export function renderKey(key: Buffer, base64: boolean): { key: string; encoding
 export interface CellOutput {
   readonly family: string;
   readonly column: string;
-  /** Text or base64; a large text value that JSON holds as it is stays bytes until sent (JsonText). */
+  /** Text or base64; a large value stays bytes until sent (JsonText). */
   readonly value: string | JsonText;
   /** RFC 3339, UTC, with microseconds. */
   readonly timestamp: string;
@@ -65,12 +65,14 @@ export function renderCell(cell: Cell, base64: boolean): CellOutput {
   const timestamp = formatTimestamp(cell.timestampMicros);
   if (!base64 && isUtf8(cell.column) && isUtf8(cell.value)) {
     const column = cell.column.toString('utf8');
-    const text = JsonText.of(cell.value);
+    const text = JsonText.utf8(cell.value);
     if (text !== undefined) return markHoldsJsonText({ family: cell.family, column, value: text, timestamp });
     return { family: cell.family, column, value: cell.value.toString('utf8'), timestamp };
   }
-  const rendered = { family: cell.family, column: cell.column.toString('base64'), value: cell.value.toString('base64'), timestamp };
-  return base64 ? rendered : { ...rendered, encoding: 'base64' };
+  const encoded = JsonText.base64(cell.value);
+  const value = encoded ?? cell.value.toString('base64');
+  const rendered = { family: cell.family, column: cell.column.toString('base64'), value, timestamp, ...(base64 ? {} : { encoding: 'base64' as const }) };
+  return encoded === undefined ? rendered : markHoldsJsonText(rendered);
 }
 
 export interface RowOutput {
