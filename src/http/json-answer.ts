@@ -19,6 +19,9 @@ const MIN_CUT_CHARS = 4 * 1024;
 /** Strings of at least this many bytes may be sent as their bytes (JsonText): below it, making the string costs less than checking. */
 const JSON_TEXT_MIN_BYTES = 64 * 1024;
 
+/** The bytes searched for at a time for those JSON escapes: they stay in the core's cache. */
+const SCAN_BLOCK_BYTES = 32 * 1024;
+
 /** The bytes that JSON escapes in a string: the quote, the backslash and the control characters. */
 const ESCAPED_BYTES = [0x22, 0x5c, ...Array.from({ length: 0x20 }, (_, byte) => byte)];
 
@@ -42,8 +45,13 @@ export class JsonText {
   /** The bytes as text, when they are long, valid UTF-8 and hold nothing JSON escapes; else undefined. */
   static utf8(bytes: Buffer): JsonText | undefined {
     if (bytes.length < JSON_TEXT_MIN_BYTES || !isUtf8(bytes)) return undefined;
-    // Each search is a native scan of the bytes, far cheaper than making the string and its JSON.
-    for (const byte of ESCAPED_BYTES) if (bytes.includes(byte)) return undefined;
+    // Each search is a native scan, far cheaper than making the string and its JSON. They run a
+    // block at a time so that the bytes come from memory once: all 34 over a 32 MiB value at once
+    // took 64-83 ms, against 25 for making its string.
+    for (let start = 0; start < bytes.length; start += SCAN_BLOCK_BYTES) {
+      const block = bytes.subarray(start, start + SCAN_BLOCK_BYTES);
+      for (const byte of ESCAPED_BYTES) if (block.includes(byte)) return undefined;
+    }
     return new JsonText(bytes);
   }
 
