@@ -169,6 +169,15 @@ export function insertDataCases(store: HarnessFactory): void {
       const big = 'v'.repeat(4 * 1024 * 1024);
       expect((await insert({ tableName: 'limits', rowKeyId: 'tall', data: [cell('big', big)] })).status).to.equal(200);
       expect((await read('limits', 'tall')).body.data[0].columnValue).to.equal(big);
+
+      // Large values that JSON must escape, and bytes that are not UTF-8 (answered in base64).
+      const quoted = `"${'w'.repeat(128 * 1024)}\\\n`;
+      const binary = Buffer.concat([Buffer.from([0xff]), Buffer.alloc(128 * 1024, 7)]).toString('base64');
+      const both = [cell('quoted', quoted), { columnFamily: 'cf', columnName: Buffer.from('binary').toString('base64'), columnValue: binary, encoding: 'base64' }];
+      expect((await insert({ tableName: 'limits', rowKeyId: 'escaped', data: both })).status).to.equal(200);
+      const escaped = (await read('limits', 'escaped')).body.data;
+      expect(escaped.map((each: { columnValue: string }) => each.columnValue)).to.deep.equal([binary, quoted]);
+      expect(escaped[0]).to.include({ columnName: Buffer.from('binary').toString('base64'), encoding: 'base64' });
     });
 
     describe('validation', () => {

@@ -1,6 +1,7 @@
 import { isUtf8 } from 'node:buffer';
 import { formatTimestamp } from '../../service/timestamps.ts';
 import type { Cell } from '../../store/store.ts';
+import { JsonText, markHoldsJsonText } from '../json-answer.ts';
 
 /**
  * The API's cell shape. Column names and values are UTF-8 text, or, when `encoding` is "base64",
@@ -13,7 +14,9 @@ export interface CellInput {
   readonly encoding?: 'base64';
 }
 
-export interface CellOutput extends CellInput {
+export interface CellOutput extends Omit<CellInput, 'columnValue'> {
+  /** Text or base64; a large value stays bytes until sent (JsonText). */
+  readonly columnValue: string | JsonText;
   /** RFC 3339, UTC, with microseconds. */
   readonly timestamp: string;
 }
@@ -31,18 +34,22 @@ export function cellBytes(cell: CellInput): { column: Buffer; value: Buffer } {
 export function toCellOutput(cell: Cell): CellOutput {
   const timestamp = formatTimestamp(cell.timestampMicros);
   if (isUtf8(cell.column) && isUtf8(cell.value)) {
-    return {
+    const text = JsonText.utf8(cell.value);
+    const output = {
       columnFamily: cell.family,
       columnName: cell.column.toString('utf8'),
-      columnValue: cell.value.toString('utf8'),
+      columnValue: text ?? cell.value.toString('utf8'),
       timestamp,
     };
+    return text === undefined ? output : markHoldsJsonText(output);
   }
-  return {
+  const encoded = JsonText.base64(cell.value);
+  const output = {
     columnFamily: cell.family,
     columnName: cell.column.toString('base64'),
-    columnValue: cell.value.toString('base64'),
-    encoding: 'base64',
+    columnValue: encoded ?? cell.value.toString('base64'),
+    encoding: 'base64' as const,
     timestamp,
   };
+  return encoded === undefined ? output : markHoldsJsonText(output);
 }
