@@ -1,11 +1,12 @@
 /**
- * `node bench/event-loop.ts [--store embedded|bigtable|redis|spanner] [--rounds N] [--writers N] [--cells N]`:
+ * `node bench/event-loop.ts [--store embedded|bigtable|redis|spanner] [--rounds N] [--writers N] [--cells N | --value-mib N]`:
  * how long the service's event loop is held by very large requests, through HTTP on one store
  * (the embedded one by default; the others on an emulator or redis-server of the run's own); then
  * the pieces of such a request that run on the main thread in one go, each timed in this process.
  * The built service (`npm run build` first) runs with no configuration but the store's; each round
  * sends N insertData requests of the largest row the store takes (100,000 cells; 10,000 on
- * Spanner) at once, then a readCellData of that row, while a /healthz probe asks every 5 ms.
+ * Spanner) at once, then a readCellData of that row, while a /healthz probe asks every 5 ms; with
+ * `--value-mib N`, a row of one text cell of N MiB instead.
  * Prints the slowest /healthz answer (idle and under the load) and the service's own
  * monitorEventLoopDelay maximum (`nodejs_eventloop_lag_max_seconds` on /metrics, reset by
  * each scrape), with the machine's load average: on a shared machine a delay may be the process
@@ -41,6 +42,7 @@ const { values: args } = parseArgs({
     rounds: { type: 'string', default: '3' },
     writers: { type: 'string', default: '3' },
     cells: { type: 'string' },
+    'value-mib': { type: 'string' },
   },
 });
 if (!(STORES as readonly string[]).includes(args.store)) throw new Error(`--store is one of ${STORES.join(', ')}`);
@@ -48,8 +50,10 @@ const store = args.store as StoreName;
 const LIMITS = { embedded: EMBEDDED_LIMITS, bigtable: BIGTABLE_LIMITS, redis: REDIS_LIMITS, spanner: SPANNER_LIMITS };
 const rounds = Number(args.rounds);
 const writers = Number(args.writers);
+const valueMib = args['value-mib'] === undefined ? undefined : Number(args['value-mib']);
 // The largest write the store takes, unless told.
-const cellCount = Number(args.cells ?? Math.min(100_000, LIMITS[store].mutationsPerRow));
+const cellCount = valueMib === undefined ? Number(args.cells ?? Math.min(100_000, LIMITS[store].mutationsPerRow)) : 1;
+const cellsText = valueMib === undefined ? `${cellCount.toLocaleString('en-US')} cells` : `one cell of ${valueMib} MiB`;
 // The embedded store serves `local` with no configuration; the others are given this one.
 const INSTANCE = store === 'embedded' ? 'local' : 'loop-bench';
 const PROJECT = 'bench-project';
@@ -57,7 +61,10 @@ const PROJECT = 'bench-project';
 const body = JSON.stringify({
   tableName: 'wide',
   rowKeyId: 'wide',
-  data: Array.from({ length: cellCount }, (_, i) => ({ columnFamily: 'cf', columnName: `column ${i}`, columnValue: `value ${i}` })),
+  data:
+    valueMib === undefined
+      ? Array.from({ length: cellCount }, (_, i) => ({ columnFamily: 'cf', columnName: `column ${i}`, columnValue: `value ${i}` }))
+      : [{ columnFamily: 'cf', columnName: 'tall', columnValue: 'v'.repeat(valueMib * 1024 * 1024) }],
 });
 
 /** The store's server, started for this run (none for the embedded store), and the service's settings for it. */
@@ -93,7 +100,9 @@ async function startBackend(directory: string): Promise<{ vars: Record<string, s
 
 const directory = mkdtempSync(join(tmpdir(), 'kvcrud-bench-event-loop-'));
 const backend = await startBackend(directory);
-const service = await runService(cleanEnv({ PORT: '0', ...backend.vars }), [
+// A cell of more than the default 10 MiB body needs a larger bound.
+const bodyVars: Record<string, string> = body.length > 10 * 1024 * 1024 ? { MAX_BODY_BYTES: String(body.length + 1024 * 1024) } : {};
+const service = await runService(cleanEnv({ PORT: '0', ...backend.vars, ...bodyVars }), [
   process.execPath,
   '--import',
   join(ROOT, 'bench/loop-watch.ts'),
@@ -160,7 +169,7 @@ try {
   const stalls = await loopStalls();
 
   process.stdout.write(
-    `event loop on the ${store} store under ${rounds} rounds of ${writers} insertData of ${cellCount.toLocaleString('en-US')} cells ` +
+    `event loop on the ${store} store under ${rounds} rounds of ${writers} insertData of ${cellsText} ` +
       `(${(body.length / 1e6).toFixed(1)} MB each) and a readCellData of the row: ${cpus().length} × ${cpus()[0]?.model ?? '?'}, ` +
       `${Math.round(totalmem() / 2 ** 30)} GB, Node ${process.version}, load average ${loadavg()[0]?.toFixed(2)}\n` +
       `  answers: ${statuses.join(', ')} in ${seconds.toFixed(1)} s\n` +
@@ -196,7 +205,7 @@ const sliced = async <T>(label: string, run: () => Promise<T>): Promise<T> => {
   process.stdout.write(`  ${label}: ${(performance.now() - started).toFixed(0)} ms in all, its longest stretch ${stalls.maxCpuStretchMs} ms\n`);
   return result;
 };
-process.stdout.write(`the pieces of one insertData and one readCellData of ${cellCount.toLocaleString('en-US')} cells, on the main thread:\n`);
+process.stdout.write(`the pieces of one insertData and one readCellData of ${cellsText}, on the main thread:\n`);
 const raw = Buffer.from(body);
 const text = timed('strict UTF-8 decoding of the body', () => new TextDecoder('utf-8', { fatal: true }).decode(raw)) as string;
 timed('JSON.parse of the body in one go (for comparison)', () => JSON.parse(text));
@@ -209,4 +218,4 @@ const mutations = timed('cells to row mutations (in all; the service works in 5 
   ),
 ) as Array<{ family: string; column: Buffer; value: Buffer; timestampMicros: bigint }>;
 const answer = timed('stored cells to answer cells (in all; sliced likewise)', () => mutations.map((cell) => toCellOutput(cell))) as unknown[];
-timed('JSON.stringify of the answer', () => JSON.stringify({ instanceID: 'local', tableName: 'wide', rowKeyId: 'wide', data: answer }));
+timed(valueMib === undefined ? 'JSON.stringify of the answer' : 'JSON.stringify of the answer (the service sends the value as its bytes)', () => JSON.stringify({ instanceID: 'local', tableName: 'wide', rowKeyId: 'wide', data: answer }));
