@@ -5,7 +5,7 @@ import type { AppState } from './app-state.ts';
 import type { Operation } from './operations/operation.ts';
 
 /**
- * holdAnswers gives each request of an operation whose answer holds rows (`operation.answer`) its
+ * holdAnswers gives each request of an operation whose answer holds rows (`operation.holdsRows`) its
  * hold on the shared answer budget, and gives back all it took once the response has been written
  * or the client has gone: on the response's 'close', which comes after an answer, a problem or an
  * abort alike. An answer refused for want of room (a batchGet's, which waits for its turns in the
@@ -13,7 +13,7 @@ import type { Operation } from './operations/operation.ts';
  */
 export function holdAnswers(budget: AnswerBudget): (operation: Operation) => Array<Middleware<AppState>> {
   return (operation) => {
-    if (operation.answer === undefined) return [];
+    if (operation.holdsRows !== true) return [];
     const hold: Middleware<AppState> = async (ctx, next) => {
       const answer = budget.hold();
       if (ctx.res.destroyed) answer.release();

@@ -37,7 +37,7 @@ export interface RequestContext {
   readonly signal: AbortSignal;
   /** The authenticated caller (every caller is an admin with authentication off). */
   readonly caller: Caller | undefined;
-  /** The request's share of the answer budget, when its operation's answer holds rows (`answer`). */
+  /** The request's share of the answer budget, when its operation's answer holds rows (`holdsRows`). */
   readonly answer?: AnswerHold | undefined;
 }
 
@@ -82,11 +82,11 @@ export interface OperationSpec<Params, Query, Body> {
     readonly example?: (names: ExampleNames) => unknown;
   };
   /**
-   * How the answer's rows count against the service's answer budget (answer-budget.ts): a page
-   * (`pages`) ends early when the budget has no room; a `whole` answer waits for room. Absent:
-   * the answer is not counted.
+   * Whether the answer holds rows that count against the service's answer budget
+   * (answer-budget.ts): the request then gets a hold on it (`RequestContext.answer`), which the
+   * service takes the rows from. Absent: the answer is not counted.
    */
-  readonly answer?: 'pages' | 'whole';
+  readonly holdsRows?: true;
   /** Error codes particular to this operation; those every operation of its API may answer are added. */
   readonly errors: readonly ErrorCode[];
   /** Runs the operation on valid input; resolves to the response body (undefined for none). */

@@ -243,7 +243,7 @@ export const V2_OPERATIONS: readonly Operation[] = [
       'while the service holds as many rows for answers as its memory allows (never before its first row). A scan is not a snapshot: a row that exists and is not ' +
       'changed while the scan runs is returned exactly once; a row written or deleted meanwhile may or may not be, and never twice.',
     success: { status: 200, description: 'One page of rows.', schema: schemas.scanResponse },
-    answer: 'pages',
+    holdsRows: true,
     errors: [...ON_TABLE, 'INVALID_PAGE_TOKEN', 'NOT_SUPPORTED_BY_STORE'],
     handle: async ({ params, query }, { services, signal, answer }) => {
       const base64 = inBase64(query);
@@ -285,7 +285,7 @@ export const V2_OPERATIONS: readonly Operation[] = [
       'The answer is never cut short: while the service holds as many rows for answers as its memory allows, the request waits for room, ' +
       'before reading and again before answering, at most 10 s each, then is refused with 503 OVERLOADED.',
     success: { status: 200, description: 'The rows, in request order.', schema: schemas.batchGetResponse },
-    answer: 'whole',
+    holdsRows: true,
     errors: [...ON_TABLE, 'NOT_SUPPORTED_BY_STORE'],
     handle: async ({ params, query, body }, { services, signal, answer }) => {
       const base64 = inBase64(query);
