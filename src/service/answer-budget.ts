@@ -5,7 +5,9 @@ import { SERVICE_LIMITS } from './limits.ts';
 /**
  * The memory a byte of an answer's keys, columns and values takes until the answer is sent:
  * the row as read (1), its text in the rendered answer and again in the JSON (2 in the heap; 2.7
- * in base64), and the bytes handed to the socket (1-1.3).
+ * in base64), and the bytes handed to the socket (1-1.3). A value of 64 KiB or more takes less
+ * (JsonText in http/json-answer.ts): as text, its bytes as read are what the socket is handed;
+ * in base64, their base64 too. The figure is kept for the small values, which rows of many cells hold.
  */
 const MEMORY_BYTES_PER_ANSWER_BYTE = 5;
 
