@@ -75,6 +75,21 @@ export function markHoldsJsonText<T extends object>(object: T): T {
   return object;
 }
 
+/** Bytes that are valid UTF-8, as an answer's text: JsonText when they may be (JsonText.utf8), else a string. */
+export function utf8Value(bytes: Buffer): string | JsonText {
+  return JsonText.utf8(bytes) ?? bytes.toString('utf8');
+}
+
+/** Bytes as an answer's base64: JsonText when they may be (JsonText.base64), else a string. */
+export function base64Value(bytes: Buffer): string | JsonText {
+  return JsonText.base64(bytes) ?? bytes.toString('base64');
+}
+
+/** `object`, marked as holding a JsonText when `value`, one of its members, is one. */
+export function markedFor<T extends object>(object: T, value: string | JsonText): T {
+  return value instanceof JsonText ? markHoldsJsonText(object) : object;
+}
+
 function holdsJsonText(value: unknown): boolean {
   return typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[HOLDS_JSON_TEXT] === true;
 }

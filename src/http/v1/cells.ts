@@ -1,7 +1,7 @@
 import { isUtf8 } from 'node:buffer';
 import { formatTimestamp } from '../../service/timestamps.ts';
 import type { Cell } from '../../store/store.ts';
-import { JsonText, markHoldsJsonText } from '../json-answer.ts';
+import { type JsonText, base64Value, markedFor, utf8Value } from '../json-answer.ts';
 
 /**
  * The API's cell shape. Column names and values are UTF-8 text, or, when `encoding` is "base64",
@@ -34,22 +34,9 @@ export function cellBytes(cell: CellInput): { column: Buffer; value: Buffer } {
 export function toCellOutput(cell: Cell): CellOutput {
   const timestamp = formatTimestamp(cell.timestampMicros);
   if (isUtf8(cell.column) && isUtf8(cell.value)) {
-    const text = JsonText.utf8(cell.value);
-    const output = {
-      columnFamily: cell.family,
-      columnName: cell.column.toString('utf8'),
-      columnValue: text ?? cell.value.toString('utf8'),
-      timestamp,
-    };
-    return text === undefined ? output : markHoldsJsonText(output);
+    const columnValue = utf8Value(cell.value);
+    return markedFor({ columnFamily: cell.family, columnName: cell.column.toString('utf8'), columnValue, timestamp }, columnValue);
   }
-  const encoded = JsonText.base64(cell.value);
-  const output = {
-    columnFamily: cell.family,
-    columnName: cell.column.toString('base64'),
-    columnValue: encoded ?? cell.value.toString('base64'),
-    encoding: 'base64' as const,
-    timestamp,
-  };
-  return encoded === undefined ? output : markHoldsJsonText(output);
+  const columnValue = base64Value(cell.value);
+  return markedFor({ columnFamily: cell.family, columnName: cell.column.toString('base64'), columnValue, encoding: 'base64' as const, timestamp }, columnValue);
 }

@@ -1,7 +1,7 @@
 import { isUtf8 } from 'node:buffer';
 import type { Cell, ColumnSelector, Row } from '../../store/store.ts';
 import { formatTimestamp } from '../../service/timestamps.ts';
-import { JsonText, markHoldsJsonText } from '../json-answer.ts';
+import { JsonText, base64Value, markHoldsJsonText, markedFor, utf8Value } from '../json-answer.ts';
 
 /**
  * How v2 carries bytes (keys, columns, values) in JSON and URLs.
@@ -64,15 +64,11 @@ export interface CellOutput {
 export function renderCell(cell: Cell, base64: boolean): CellOutput {
   const timestamp = formatTimestamp(cell.timestampMicros);
   if (!base64 && isUtf8(cell.column) && isUtf8(cell.value)) {
-    const column = cell.column.toString('utf8');
-    const text = JsonText.utf8(cell.value);
-    if (text !== undefined) return markHoldsJsonText({ family: cell.family, column, value: text, timestamp });
-    return { family: cell.family, column, value: cell.value.toString('utf8'), timestamp };
+    const value = utf8Value(cell.value);
+    return markedFor({ family: cell.family, column: cell.column.toString('utf8'), value, timestamp }, value);
   }
-  const encoded = JsonText.base64(cell.value);
-  const value = encoded ?? cell.value.toString('base64');
-  const rendered = { family: cell.family, column: cell.column.toString('base64'), value, timestamp, ...(base64 ? {} : { encoding: 'base64' as const }) };
-  return encoded === undefined ? rendered : markHoldsJsonText(rendered);
+  const value = base64Value(cell.value);
+  return markedFor({ family: cell.family, column: cell.column.toString('base64'), value, timestamp, ...(base64 ? {} : { encoding: 'base64' as const }) }, value);
 }
 
 export interface RowOutput {
