@@ -33,7 +33,8 @@ const RETRIED_ENTRY_CODES: ReadonlySet<number> = new Set([
  * keep their error; an entry that failed transiently and then ran out of time keeps its transient
  * error rather than the deadline's, as withRetry does for whole calls.
  *
- * Throws only StoreErrors from before a call (caller gone, deadline passed).
+ * Throws only StoreErrors from before the first call (caller gone, deadline passed), and a caller
+ * gone before a later one.
  */
 export async function applyEntries(indexes: readonly number[], send: SendEntries, options: CallOptions): Promise<BatchOutcome> {
   const results = new Map<number, Error | null>();
@@ -47,6 +48,9 @@ export async function applyEntries(indexes: readonly number[], send: SendEntries
         for (const entry of response.entries ?? []) statuses.set(Number(entry.index), entry.status ?? {});
       }
     } catch (error) {
+      // Out of time before a later attempt could start (a timer late on a busy process): the
+      // entries sent again keep the transient error they failed with, as when the backoff finds no time.
+      if (attempt > 0 && isStoreError(error) && error.code === 'DEADLINE_EXCEEDED') return { results, answered };
       if (isStoreError(error)) throw error;
       callError = error;
     }
