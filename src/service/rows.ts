@@ -98,10 +98,12 @@ export class RowService {
     const { limits } = named.store;
     if (keys.length > limits.entriesPerBatch) throw tooMany('entriesPerBatch', 'keys', keys.length, limits.entriesPerBatch, 'keys');
     for (const [index, key] of keys.entries()) checkKey(limits, key, `keys[${index}]`);
+    // Refused before it waits for a turn: bad input is answered at once.
+    const readSelection = this.#selection(named, selection);
     const { answer } = request;
     const table = tableName(target);
     if (answer !== undefined && !(await answer.turn(this.#answerSizes.estimate(table, keys.length)))) throw answersOverloaded();
-    const rows = await named.store.readRows(ref(target), keys, this.#selection(named, selection), callOptions(this.#timeoutMs, request));
+    const rows = await named.store.readRows(ref(target), keys, readSelection, callOptions(this.#timeoutMs, request));
     const bytes = rows.reduce((sum, row, index) => sum + (row === null ? (keys[index]?.length ?? 0) : rowBytes(row)), 0);
     this.#answerSizes.observe(table, keys.length, bytes);
     if (answer !== undefined && !(await answer.settle(bytes))) throw answersOverloaded();

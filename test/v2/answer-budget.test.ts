@@ -204,6 +204,22 @@ describe('v2 answers within the answer budget', () => {
     }
   });
 
+  it('refuses a batchGet beyond the store\'s limits at once, without waiting for room', async () => {
+    const hog = budget.hold();
+    hog.take(budget.limitBytes);
+    try {
+      const reads = rowReads;
+      const started = performance.now();
+      const response = await app.api.post(`${v2Paths(app).rows('wide')}:batchGet`, { keys: KEYS.slice(0, 2), columns: [`cf:${'c'.repeat(16 * 1024 + 1)}`] });
+      expect(problemOf(response)).to.deep.equal({ status: 400, code: 'VALIDATION_FAILED', limit: 'columnBytes' });
+      // The budget's turns last 300 ms here.
+      expect(performance.now() - started).to.be.below(250);
+      expect(rowReads).to.equal(reads);
+    } finally {
+      hog.release();
+    }
+  });
+
   it('lets batchGets read together while what they are expected to hold fits, and one after another when not', async () => {
     expect((await batchGet(1)).status).to.equal(200);
     // Three rows fit: two answers of one row read at once, two of two rows one after the other.
