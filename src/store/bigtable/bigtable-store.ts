@@ -17,7 +17,7 @@ import type {
   TableRef,
   TableSchema,
 } from '../store.ts';
-import { type BigtableStub, type ServerStream, asIs, backoff, gaxOptions, grpcOptions, routingHeader, streamOf, unaryOf, withRetry } from './calls.ts';
+import { type BigtableStub, type ServerStream, asIs, gaxOptions, grpcOptions, routingHeader, streamOf, unaryOf, withRetry } from './calls.ts';
 import { gcRuleFor, policyOf } from './gc-rules.ts';
 import { grpcCode, isDeadline, isTransient, toStoreError } from './grpc-errors.ts';
 import { BIGTABLE_CAPABILITIES, BIGTABLE_LIMITS } from './limits.ts';
@@ -27,7 +27,8 @@ import { firstMissingFamily } from './mutations.ts';
 import { readFilter } from './read-filter.ts';
 import { ReadRowsDecoder, isLarge } from './read-rows-messages.ts';
 import { type MergedRow, sortCells, sortCellsInSlices } from './row-chunks.ts';
-import { isEmpty, rangeAfter, rowRange } from './row-ranges.ts';
+import { resumedScan } from './resumed-scan.ts';
+import { rowRange } from './row-ranges.ts';
 import { type Families, SchemaCache } from './schema-cache.ts';
 import { Turns } from '../turns.ts';
 
@@ -259,38 +260,23 @@ export class BigtableStore implements DataStore {
   async *#scan(ref: TableRef, scan: ScanRequest, options: CallOptions): AsyncGenerator<Row> {
     const tableName = this.#tableName(ref);
     const families = await this.#families(ref, options);
-    let range: KeyRange = scan.range;
-    let left = scan.limit;
-    let lastTransient: unknown;
-    for (let attempt = 0; ; attempt++) {
-      if (isEmpty(range) || left <= 0) return;
-      const request: ReadRowsRequest = {
-        tableName,
-        rows: { rowRanges: [rowRange(range)] },
-        rowsLimit: left,
-        filter: readFilter(scan, families, Date.now()),
-        ...(scan.reverse ? { reversed: true } : {}),
-      };
-      try {
-        for await (const row of this.#readStream(request, options)) {
-          left -= 1;
-          range = rangeAfter(range, row.key, scan.reverse);
-          yield row;
-          if (left <= 0) return;
-        }
-        return;
-      } catch (error) {
-        if (isStoreError(error)) throw error;
-        if (isTransient(error) && (await backoff(attempt, options))) {
-          lastTransient = error;
-          continue;
-        }
-        if (grpcCode(error) === GrpcStatus.UNIMPLEMENTED && scan.reverse) {
-          throw new StoreError('UNIMPLEMENTED', `bigtable readRows: ${(error as Error).message}`, { capability: 'reverseScan', cause: error });
-        }
-        throw toStoreError(lastTransient !== undefined && isDeadline(error) ? lastTransient : error, 'readRows', { resource: 'table', name: ref.table });
+    const read = (range: KeyRange, left: number) =>
+      this.#readStream(
+        {
+          tableName,
+          rows: { rowRanges: [rowRange(range)] },
+          rowsLimit: left,
+          filter: readFilter(scan, families, Date.now()),
+          ...(scan.reverse ? { reversed: true } : {}),
+        },
+        options,
+      );
+    yield* resumedScan(scan, read, options, (error) => {
+      if (grpcCode(error) === GrpcStatus.UNIMPLEMENTED && scan.reverse) {
+        return new StoreError('UNIMPLEMENTED', `bigtable readRows: ${(error as Error).message}`, { capability: 'reverseScan', cause: error });
       }
-    }
+      return toStoreError(error, 'readRows', { resource: 'table', name: ref.table });
+    });
   }
 
   /**
