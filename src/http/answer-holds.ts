@@ -3,6 +3,7 @@ import type { AnswerBudget } from '../service/answer-budget.ts';
 import { ApiError } from '../service/errors.ts';
 import type { AppState } from './app-state.ts';
 import type { Operation } from './operations/operation.ts';
+import { whenClosed } from './response-closed.ts';
 
 /**
  * holdAnswers gives each request of an operation whose answer holds rows (`operation.holdsRows`) its
@@ -17,7 +18,7 @@ export function holdAnswers(budget: AnswerBudget): (operation: Operation) => Arr
     const hold: Middleware<AppState> = async (ctx, next) => {
       const answer = budget.hold();
       if (ctx.res.destroyed) answer.release();
-      else ctx.res.once('close', () => answer.release());
+      else whenClosed(ctx.res, () => answer.release());
       try {
         // The operation gets it in its request context (register.ts).
         ctx.state.answer = answer;

@@ -1,4 +1,5 @@
 import type { Context } from 'koa';
+import { whenClosed } from './response-closed.ts';
 
 /**
  * clientGone returns a signal that aborts when the client disconnects before its response is
@@ -10,7 +11,7 @@ export function clientGone(ctx: Pick<Context, 'res'>): AbortSignal {
   if (res.destroyed) {
     controller.abort();
   } else {
-    res.once('close', () => {
+    whenClosed(res, () => {
       if (!res.writableFinished) controller.abort();
     });
   }

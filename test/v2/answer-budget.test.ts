@@ -284,4 +284,17 @@ describe('v2 answers within the answer budget', () => {
     const metrics = await (await fetch(new URL('/metrics', app.baseUrl))).text();
     expect(metrics).to.match(/^kvcrud_http_requests_shed_total\{limit="answer_bytes"\} 2$/m);
   });
+  it('streams large answers without passing the listeners at which Node warns of a leak', async () => {
+    const warnings: string[] = [];
+    const record = (warning: Error) => warnings.push(`${warning.name}: ${warning.message}`);
+    process.on('warning', record);
+    try {
+      const answers = await Promise.all([scan(), scan(), batchGet(2)]);
+      for (const { status } of answers) expect(status).to.equal(200);
+      await turn();
+    } finally {
+      process.off('warning', record);
+    }
+    expect(warnings.filter((warning) => warning.startsWith('MaxListenersExceededWarning'))).to.deep.equal([]);
+  });
 });
