@@ -124,11 +124,12 @@ export function createApp({ config, stores: opened, logger, metrics = createMetr
     authenticate: caller,
     rateLimit: limit,
   };
-  registerOperations(router, byTag('v1'), { ...registration, guards: v1Guards(services, stores.default.name) });
-  // Scan pages and batchGet answers hold rows until they are written: a few of the largest at once
-  // would not fit in the pod's memory either.
-  const v2Checks = v2Guards(services, stores.default.name);
+  // Answers hold rows until they are written (scan pages, batchGets, large rows): a few of the
+  // largest at once would not fit in the pod's memory either.
   const answers = holdAnswers(answerBudget ?? new AnswerBudget(answerBudgetBytes()));
+  const v1Checks = v1Guards(services, stores.default.name);
+  registerOperations(router, byTag('v1'), { ...registration, guards: (operation: Operation) => [...v1Checks(operation), ...answers(operation)] });
+  const v2Checks = v2Guards(services, stores.default.name);
   const v2 = { ...registration, guards: (operation: Operation) => [...v2Checks(operation), ...answers(operation)], pathParams: v2PathParams };
   registerOperations(router, byTag('v2'), v2);
   // On the API's port the metrics need a credential when callers authenticate (the scrape is not

@@ -31,6 +31,13 @@ export interface SelectionFields {
 
 const SELECTION_FIELDS: SelectionFields = { columns: 'columns', versions: 'versions' };
 
+/**
+ * Rows of at least this many bytes read one at a time (get, readCellData) are counted in the
+ * answer budget. Below it a row is not worth a turn: a small read is the common case, and costs
+ * its caller nothing for it.
+ */
+export const HELD_ROW_BYTES = 64 * 1024;
+
 /** One entry of a batch write. */
 export interface EntryInput {
   readonly key: Buffer;
@@ -79,11 +86,25 @@ export class RowService {
     this.#now = deps.now ?? Date.now;
   }
 
-  /** The row with the selected cells, or null when it has none. */
+  /**
+   * The row with the selected cells, or null when it has none. A row of HELD_ROW_BYTES or more is
+   * counted in the request's answer budget as a batchGet of one key is: where the table's rows are
+   * expected to be that large, the read waits for room for one before it reads; a row found that
+   * large waits for room for itself before it is rendered. Smaller rows are not counted, and never wait.
+   */
   async read(target: TableTarget, key: Buffer, selection: Selection, keyField: string, request: RequestOptions = {}): Promise<Row | null> {
     const named = this.#stores.instance(target.store, target.instance);
     checkKey(named.store.limits, key, keyField);
-    const [row] = await named.store.readRows(ref(target), [key], this.#selection(named, selection), callOptions(this.#timeoutMs, request));
+    const readSelection = this.#selection(named, selection);
+    const { answer } = request;
+    const table = tableName(target);
+    const estimate = this.#answerSizes.estimate(table, 1);
+    const turned = answer !== undefined && estimate >= HELD_ROW_BYTES;
+    if (turned && !(await answer.turn(estimate))) throw answersOverloaded();
+    const [row] = await named.store.readRows(ref(target), [key], readSelection, callOptions(this.#timeoutMs, request));
+    const bytes = row == null ? key.length : rowBytes(row);
+    this.#answerSizes.observe(table, 1, bytes);
+    if (answer !== undefined && (turned || bytes >= HELD_ROW_BYTES) && !(await answer.settle(bytes))) throw answersOverloaded();
     return row ?? null;
   }
 

@@ -11,6 +11,8 @@ const VALUE = 'v'.repeat(64 * 1024);
 /** What the budget counts for each row: its key, its one column `c` and its value. */
 const ROW_BYTES = 'row-00'.length + 1 + VALUE.length;
 
+const SMALL_KEYS = ['small-0', 'small-1', 'small-2', 'small-3'];
+
 const turn = () => new Promise(setImmediate);
 
 /** The service's budget, recording the bytes each answer settled for once it had read its rows. */
@@ -77,6 +79,9 @@ describe('v2 answers within the answer budget', () => {
     app = await startTestApp({ harness: embeddedHarness(this), instances: ['local'], wrapStore: hooked, answerBudget: budget });
     await createTable(app, 'wide');
     await writeRows(app, 'wide', KEYS, () => VALUE);
+    // Small rows, and one row as large as those of 'wide'.
+    await createTable(app, 'mixed');
+    await writeRows(app, 'mixed', [...SMALL_KEYS, 'large'], (key) => (key === 'large' ? VALUE : key));
   });
   afterEach(() => {
     beforeRow = undefined;
@@ -284,12 +289,86 @@ describe('v2 answers within the answer budget', () => {
     const metrics = await (await fetch(new URL('/metrics', app.baseUrl))).text();
     expect(metrics).to.match(/^kvcrud_http_requests_shed_total\{limit="answer_bytes"\} 2$/m);
   });
+  const get = (table: string, key: string) => app.api.get(v2Paths(app).row(table, key));
+  const readCellData = (table: string, key: string) => app.api.get(`/v1/${app.instance}/readCellData?tableName=${table}&id=${key}`);
+
+  it('lets a get of a row of 64 KiB or more wait for room before it reads, where the table\'s rows are that large', async () => {
+    // A large row makes the table's estimate a row's bytes.
+    expect((await get('wide', KEYS[0] as string)).status).to.equal(200);
+    for (const read of [() => get('wide', KEYS[1] as string), () => readCellData('wide', KEYS[1] as string)]) {
+      const hog = budget.hold();
+      hog.take(budget.limitBytes - ROW_BYTES + 1);
+      const reads = rowReads;
+      let answered = false;
+      const answer = read().finally(() => (answered = true));
+      try {
+        expect(await readsSince(reads)).to.equal(0);
+        expect(answered).to.equal(false);
+      } finally {
+        hog.release();
+      }
+      expect((await answer).status).to.equal(200);
+      await until(() => budget.inUse === 0, 'the budget is back to zero');
+    }
+  });
+
+  it('lets a get that finds a large row where small ones were expected wait for room for it, then answers it', async () => {
+    for (const key of SMALL_KEYS) expect((await get('mixed', key)).status).to.equal(200);
+    budget.settled.length = 0;
+    const large = 'large'.length + 1 + VALUE.length;
+    // Room for less than the row: it reads, then waits.
+    const hog = budget.hold();
+    hog.take(budget.limitBytes - large + 1);
+    const reads = rowReads;
+    let answered = false;
+    const answer = get('mixed', 'large').finally(() => (answered = true));
+    try {
+      expect(await readsSince(reads)).to.equal(1);
+      expect(answered).to.equal(false);
+    } finally {
+      hog.release();
+    }
+    const { status, body } = await answer;
+    expect(status).to.equal(200);
+    expect(body.cells[0].value).to.have.length(VALUE.length);
+    expect(budget.settled).to.deep.equal([large]);
+    await until(() => budget.inUse === 0, 'the budget is back to zero');
+  });
+
+  it('neither counts nor holds back a get of a small row, even with the budget spent', async () => {
+    for (const key of SMALL_KEYS) expect((await get('mixed', key)).status).to.equal(200);
+    const hog = budget.hold();
+    hog.take(budget.limitBytes);
+    try {
+      for (const response of await Promise.all([get('mixed', 'small-0'), readCellData('mixed', 'small-1'), get('mixed', 'missing')])) {
+        expect(response.status, JSON.stringify(response.body)).to.be.oneOf([200, 404]);
+      }
+      expect(budget.inUse).to.equal(budget.limitBytes);
+    } finally {
+      hog.release();
+    }
+  });
+
+  it('refuses a get of a large row with 503 OVERLOADED when no room comes in time', async () => {
+    expect((await get('wide', KEYS[0] as string)).status).to.equal(200);
+    const hog = budget.hold();
+    hog.take(budget.limitBytes);
+    try {
+      for (const response of [await get('wide', KEYS[2] as string), await readCellData('wide', KEYS[2] as string)]) {
+        expect(problemOf(response)).to.deep.equal({ status: 503, code: 'OVERLOADED' });
+        expect(response.headers.get('retry-after')).to.equal('1');
+      }
+    } finally {
+      hog.release();
+    }
+    await until(() => budget.inUse === 0, 'the budget is back to zero');
+  });
   it('streams large answers without passing the listeners at which Node warns of a leak', async () => {
     const warnings: string[] = [];
     const record = (warning: Error) => warnings.push(`${warning.name}: ${warning.message}`);
     process.on('warning', record);
     try {
-      const answers = await Promise.all([scan(), scan(), batchGet(2)]);
+      const answers = await Promise.all([scan(), get('wide', KEYS[3] as string), readCellData('wide', KEYS[3] as string), batchGet(2)]);
       for (const { status } of answers) expect(status).to.equal(200);
       await turn();
     } finally {

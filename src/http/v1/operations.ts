@@ -114,6 +114,7 @@ export const V1_OPERATIONS: readonly Operation[] = [
       'Returns the cells in the shape insertData accepts, ordered by column family, then column name in byte order. ' +
       'A cell whose column name or value is not valid UTF-8 is returned with both in base64 and `encoding: "base64"`.',
     query: schemas.readCellDataQuery,
+    holdsRows: true,
     success: {
       status: 200,
       description: 'The row.',
@@ -126,8 +127,8 @@ export const V1_OPERATIONS: readonly Operation[] = [
       }),
     },
     errors: ['TABLE_NOT_FOUND', 'ROW_NOT_FOUND'],
-    handle: async ({ params, query }, { services, signal }) => {
-      const row = await services.rows.read(tableTarget(services, params, query.tableName), Buffer.from(query.id, 'utf8'), { versions: 1 }, 'id', { signal });
+    handle: async ({ params, query }, { services, signal, answer }) => {
+      const row = await services.rows.read(tableTarget(services, params, query.tableName), Buffer.from(query.id, 'utf8'), { versions: 1 }, 'id', { signal, answer });
       if (row === null) throw new ApiError('ROW_NOT_FOUND', `Row "${shorten(query.id)}" does not exist in table "${query.tableName}".`);
       const data = await mapInSlices(row.cells, (cell) => toCellOutput(cell));
       // The answer is serialized in a turn of its own.

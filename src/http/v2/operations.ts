@@ -185,13 +185,15 @@ export const V2_OPERATIONS: readonly Operation[] = [
     summary: 'Read a row',
     description:
       'The row\'s cells, ordered by family, column (bytes) and timestamp, newest first: the latest version of each column, or ' +
-      'the newest `versions`, of the `columns` selected (all by default).',
+      'the newest `versions`, of the `columns` selected (all by default). A row of 64 KiB or more waits for room among the rows the service holds ' +
+      'for answers, as a batchGet of one key does (at most 10 s, then 503 OVERLOADED).',
     success: { status: 200, description: 'The row.', schema: schemas.rowResponse },
+    holdsRows: true,
     errors: [...ON_TABLE, 'ROW_NOT_FOUND', 'NOT_SUPPORTED_BY_STORE'],
-    handle: async ({ params, query }, { services, signal }) => {
+    handle: async ({ params, query }, { services, signal, answer }) => {
       const base64 = inBase64(query);
       const key = urlBytes(params.key, base64);
-      const row = await services.rows.read(target(params), key, selection(query, true), 'key', { signal });
+      const row = await services.rows.read(target(params), key, selection(query, true), 'key', { signal, answer });
       if (row === null) throw rowNotFound(params);
       const cells = await mapInSlices(row.cells, (cell) => renderCell(cell, base64));
       // The answer is serialized in a turn of its own.
