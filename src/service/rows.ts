@@ -2,7 +2,7 @@ import type { NamedStore } from '../store/store-set.ts';
 import type { ColumnSelector, ReadSelection, Row, RowMutations, TableRef } from '../store/store.ts';
 import { isStoreError } from '../store/errors.ts';
 import { answersOverloaded } from './answer-budget.ts';
-import { AnswerSizes } from './answer-sizes.ts';
+import { AnswerSizes, answerSubject } from './answer-sizes.ts';
 import { ApiError } from './errors.ts';
 import { prefixRange } from './key-ranges.ts';
 import { DEFAULT_PAGE_SIZE, SERVICE_LIMITS, notSupported, overLimit, tooMany, tooManyBytes } from './limits.ts';
@@ -97,13 +97,13 @@ export class RowService {
     checkKey(named.store.limits, key, keyField);
     const readSelection = this.#selection(named, selection);
     const { answer } = request;
-    const table = tableName(target);
-    const estimate = this.#answerSizes.estimate(table, 1);
+    const subject = answerSubject(tableName(target), readSelection);
+    const estimate = this.#answerSizes.estimate(subject, 1);
     const turned = answer !== undefined && estimate >= HELD_ROW_BYTES;
     if (turned && !(await answer.turn(estimate))) throw answersOverloaded();
     const [row] = await named.store.readRows(ref(target), [key], readSelection, callOptions(this.#timeoutMs, request));
     const bytes = row == null ? key.length : rowBytes(row);
-    this.#answerSizes.observe(table, 1, bytes);
+    this.#answerSizes.observe(subject, 1, bytes);
     if (answer !== undefined && (turned || bytes >= HELD_ROW_BYTES) && !(await answer.settle(bytes))) throw answersOverloaded();
     return row ?? null;
   }
@@ -122,11 +122,11 @@ export class RowService {
     // Refused before it waits for a turn: bad input is answered at once.
     const readSelection = this.#selection(named, selection);
     const { answer } = request;
-    const table = tableName(target);
-    if (answer !== undefined && !(await answer.turn(this.#answerSizes.estimate(table, keys.length)))) throw answersOverloaded();
+    const subject = answerSubject(tableName(target), readSelection);
+    if (answer !== undefined && !(await answer.turn(this.#answerSizes.estimate(subject, keys.length)))) throw answersOverloaded();
     const rows = await named.store.readRows(ref(target), keys, readSelection, callOptions(this.#timeoutMs, request));
     const bytes = rows.reduce((sum, row, index) => sum + (row === null ? (keys[index]?.length ?? 0) : rowBytes(row)), 0);
-    this.#answerSizes.observe(table, keys.length, bytes);
+    this.#answerSizes.observe(subject, keys.length, bytes);
     if (answer !== undefined && !(await answer.settle(bytes))) throw answersOverloaded();
     return rows;
   }
