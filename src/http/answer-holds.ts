@@ -1,5 +1,6 @@
+import type { ServerResponse } from 'node:http';
 import type { Middleware } from 'koa';
-import type { AnswerBudget } from '../service/answer-budget.ts';
+import type { AnswerBudget, AnswerHold } from '../service/answer-budget.ts';
 import { ApiError } from '../service/errors.ts';
 import type { AppState } from './app-state.ts';
 import type { Operation } from './operations/operation.ts';
@@ -15,21 +16,24 @@ import { whenClosed } from './response-closed.ts';
 export function holdAnswers(budget: AnswerBudget): (operation: Operation) => Array<Middleware<AppState>> {
   return (operation) => {
     if (operation.holdsRows !== true) return [];
-    const hold: Middleware<AppState> = async (ctx, next) => {
-      const answer = budget.hold();
-      if (ctx.res.destroyed) answer.release();
-      else whenClosed(ctx.res, () => answer.release());
-      try {
-        // The operation gets it in its request context (register.ts).
-        ctx.state.answer = answer;
-        await next();
-      } catch (error) {
+    // Not async: this runs for every read of a row, and most never use their hold.
+    const hold: Middleware<AppState> = (ctx, next) => {
+      // The operation gets it in its request context (register.ts). Released when the response
+      // closes, once the operation has used it: most reads of one row never do, and pay nothing for it.
+      ctx.state.answer = budget.hold(releaseOnClose, ctx.res);
+      return next().catch((error: unknown) => {
         // Another bound may have refused it first; and a caller that left was not refused.
         const refused = error instanceof ApiError && error.code === 'OVERLOADED' && ctx.state.shedBy === undefined;
         if (refused && !ctx.res.destroyed) ctx.state.shedBy = 'answer_bytes';
         throw error;
-      }
+      });
     };
     return [hold];
   };
+}
+
+/** Gives back what `hold` took when `res` closes (at once if it has). */
+function releaseOnClose(hold: AnswerHold, res: ServerResponse): void {
+  if (res.destroyed) hold.release();
+  else whenClosed(res, () => hold.release());
 }

@@ -52,6 +52,8 @@ export interface AnswerHold {
   release(): void;
 }
 
+type FirstUse = (hold: AnswerHold, owner: unknown) => void;
+
 interface Waiter {
   readonly hold: AnswerHold;
   readonly bytes: number;
@@ -59,10 +61,10 @@ interface Waiter {
 }
 
 /**
- * AnswerBudget bounds the bytes of rows the service holds for answers at once (scan pages and
- * batchGet answers), from when they are read until the answer has been written. Without it, each
- * page of up to SERVICE_LIMITS.pageBytes is built whole before it is sent, and eight such pages at
- * once took the process from 300 MB to 800-900 MB.
+ * AnswerBudget bounds the bytes of rows the service holds for answers at once (scan pages,
+ * batchGet answers and large rows), from when they are read until the answer has been written.
+ * Without it, each page of up to SERVICE_LIMITS.pageBytes is built whole before it is sent, and
+ * eight such pages at once took the process from 300 MB to 800-900 MB.
  *
  * A page never waits: it takes each row's bytes as it reads the row and ends early, with a token,
  * at the first row there is no room for, keeping at least its first row so that every page makes
@@ -74,120 +76,174 @@ interface Waiter {
  * room comes.
  */
 export class AnswerBudget {
-  readonly limitBytes: number;
-  /** How long an answer may wait for each turn (as long as a large body may). */
-  readonly turnWaitMs: number;
-  #inUse = 0;
-  readonly #waiting: Waiter[] = [];
-  /** The answer of unknown size let in to read, until it has counted what it read. */
-  #reading: AnswerHold | undefined;
+  readonly #room: Room;
 
   constructor(limitBytes: number, turnWaitMs = 10_000) {
-    this.limitBytes = limitBytes;
-    this.turnWaitMs = turnWaitMs;
+    this.#room = new Room(limitBytes, turnWaitMs);
+  }
+
+  get limitBytes(): number {
+    return this.#room.limitBytes;
+  }
+
+  /** How long an answer may wait for each turn (as long as a large body may). */
+  get turnWaitMs(): number {
+    return this.#room.turnWaitMs;
   }
 
   /** Bytes held by answers now. */
   get inUse(): number {
-    return this.#inUse;
+    return this.#room.inUse;
   }
 
-  /** A hold for one request's answer, which must be released once the answer is written or the client has gone. */
-  hold(): AnswerHold {
-    let held = 0;
-    /** What the turn to read took, until the answer settles. */
-    let estimated = 0;
-    let released = false;
-    const take = (bytes: number) => {
-      if (released) return;
-      held += bytes;
-      this.#inUse += bytes;
-    };
-    const wait = (bytes: number, first: boolean, granted: () => void) =>
-      new Promise<boolean>((resolve) => {
-        const timer = setTimeout(() => this.#leave(waiter), this.turnWaitMs);
-        const waiter: Waiter = {
-          hold,
-          bytes,
-          grant: (ok) => {
-            clearTimeout(timer);
-            if (ok) granted();
-            resolve(ok);
-          },
-        };
-        if (first) this.#waiting.unshift(waiter);
-        else this.#waiting.push(waiter);
-        this.#letIn();
-      });
-    const hold: AnswerHold = {
-      tryTake: (bytes) => {
-        if (released || !this.#open() || this.#inUse + bytes > this.limitBytes) return false;
-        take(bytes);
-        return true;
-      },
-      take,
-      turn: (estimate = 0) => {
-        if (released) return Promise.resolve(false);
-        const read = () => {
-          take(estimate);
-          estimated = estimate;
-          if (estimate === 0) this.#reading = hold;
-        };
-        if (this.#open() && this.#fits(estimate)) {
-          read();
-          return Promise.resolve(true);
-        }
-        return wait(estimate, false, read);
-      },
-      settle: (bytes) => {
-        if (released) return Promise.resolve(false);
-        // It has had its turn: it knows its size now, and comes before those waiting to read.
-        if (this.#reading === hold) this.#reading = undefined;
-        held -= estimated;
-        this.#inUse -= estimated;
-        estimated = 0;
-        if (this.#fits(bytes)) {
-          take(bytes);
-          this.#letIn();
-          return Promise.resolve(true);
-        }
-        return wait(bytes, true, () => take(bytes));
-      },
-      release: () => {
-        if (released) return;
-        released = true;
-        this.#inUse -= held;
-        held = 0;
-        if (this.#reading === hold) this.#reading = undefined;
-        const waiter = this.#waiting.find((candidate) => candidate.hold === hold);
-        if (waiter === undefined) this.#letIn();
-        else this.#leave(waiter);
-      },
-    };
-    return hold;
+  /**
+   * A hold for one request's answer, which must be released once the answer is written or the
+   * client has gone. `firstUse(hold, owner)` is called when the hold is first used (to take, wait
+   * or settle): a request whose answer counts nothing (a small row) need not arrange the release.
+   */
+  hold<Owner>(firstUse?: (hold: AnswerHold, owner: Owner) => void, owner?: Owner): AnswerHold {
+    return new Hold(this.#room, firstUse as FirstUse | undefined, owner);
+  }
+}
+
+/** The state an AnswerBudget and its holds share: what is held, and who waits for room. */
+class Room {
+  readonly limitBytes: number;
+  readonly turnWaitMs: number;
+  inUse = 0;
+  readonly waiting: Waiter[] = [];
+  /** The answer of unknown size let in to read, until it has counted what it read. */
+  reading: AnswerHold | undefined;
+
+  constructor(limitBytes: number, turnWaitMs: number) {
+    this.limitBytes = limitBytes;
+    this.turnWaitMs = turnWaitMs;
   }
 
   /** Whether no answer waits for its turn or reads without an estimate, not having counted what it read. */
-  #open(): boolean {
-    return this.#waiting.length === 0 && this.#reading === undefined;
+  open(): boolean {
+    return this.waiting.length === 0 && this.reading === undefined;
   }
 
   /** Whether `bytes` fit now; no bytes fit while there is any room. A budget holding nothing takes anything. */
-  #fits(bytes: number): boolean {
-    return this.#inUse === 0 || this.#inUse + Math.max(bytes, 1) <= this.limitBytes;
+  fits(bytes: number): boolean {
+    return this.inUse === 0 || this.inUse + Math.max(bytes, 1) <= this.limitBytes;
+  }
+
+  /** Waits, in arrival order (`first`: ahead of all), until `bytes` fit; `granted` runs when they do. Resolves false after turnWaitMs. */
+  wait(hold: AnswerHold, bytes: number, first: boolean, granted: () => void): Promise<boolean> {
+    return new Promise<boolean>((resolve) => {
+      const timer = setTimeout(() => this.leave(waiter), this.turnWaitMs);
+      const waiter: Waiter = {
+        hold,
+        bytes,
+        grant: (ok) => {
+          clearTimeout(timer);
+          if (ok) granted();
+          resolve(ok);
+        },
+      };
+      if (first) this.waiting.unshift(waiter);
+      else this.waiting.push(waiter);
+      this.letIn();
+    });
   }
 
   /** Removes a waiter that gave up, and lets those behind it go if it was holding them back. */
-  #leave(waiter: Waiter): void {
-    this.#waiting.splice(this.#waiting.indexOf(waiter), 1);
+  leave(waiter: Waiter): void {
+    this.waiting.splice(this.waiting.indexOf(waiter), 1);
     waiter.grant(false);
-    this.#letIn();
+    this.letIn();
   }
 
   /** Lets waiters in, in order, while the first fits; one let in to read without an estimate stops the rest until it has counted. */
-  #letIn(): void {
-    while (this.#reading === undefined && this.#waiting.length > 0 && this.#fits((this.#waiting[0] as Waiter).bytes)) {
-      (this.#waiting.shift() as Waiter).grant(true);
+  letIn(): void {
+    while (this.reading === undefined && this.waiting.length > 0 && this.fits((this.waiting[0] as Waiter).bytes)) {
+      (this.waiting.shift() as Waiter).grant(true);
     }
+  }
+}
+
+/** One request's share of the budget (see AnswerHold). */
+class Hold implements AnswerHold {
+  readonly #room: Room;
+  #firstUse: FirstUse | undefined;
+  readonly #owner: unknown;
+  #held = 0;
+  /** What the turn to read took, until the answer settles. */
+  #estimated = 0;
+  #released = false;
+
+  constructor(room: Room, firstUse: FirstUse | undefined, owner: unknown) {
+    this.#room = room;
+    this.#firstUse = firstUse;
+    this.#owner = owner;
+  }
+
+  tryTake(bytes: number): boolean {
+    this.#use();
+    if (this.#released || !this.#room.open() || this.#room.inUse + bytes > this.#room.limitBytes) return false;
+    this.take(bytes);
+    return true;
+  }
+
+  take(bytes: number): void {
+    this.#use();
+    if (this.#released) return;
+    this.#held += bytes;
+    this.#room.inUse += bytes;
+  }
+
+  turn(estimate = 0): Promise<boolean> {
+    this.#use();
+    if (this.#released) return Promise.resolve(false);
+    const room = this.#room;
+    const read = () => {
+      this.take(estimate);
+      this.#estimated = estimate;
+      if (estimate === 0) room.reading = this;
+    };
+    if (room.open() && room.fits(estimate)) {
+      read();
+      return Promise.resolve(true);
+    }
+    return room.wait(this, estimate, false, read);
+  }
+
+  settle(bytes: number): Promise<boolean> {
+    this.#use();
+    if (this.#released) return Promise.resolve(false);
+    const room = this.#room;
+    // It has had its turn: it knows its size now, and comes before those waiting to read.
+    if (room.reading === this) room.reading = undefined;
+    this.#held -= this.#estimated;
+    room.inUse -= this.#estimated;
+    this.#estimated = 0;
+    if (room.fits(bytes)) {
+      this.take(bytes);
+      room.letIn();
+      return Promise.resolve(true);
+    }
+    return room.wait(this, bytes, true, () => this.take(bytes));
+  }
+
+  release(): void {
+    if (this.#released) return;
+    this.#released = true;
+    const room = this.#room;
+    room.inUse -= this.#held;
+    this.#held = 0;
+    if (room.reading === this) room.reading = undefined;
+    const waiter = room.waiting.find((candidate) => candidate.hold === this);
+    if (waiter === undefined) room.letIn();
+    else room.leave(waiter);
+  }
+
+  /** Tells the owner, once, that the hold is in use. */
+  #use(): void {
+    const firstUse = this.#firstUse;
+    if (firstUse === undefined) return;
+    this.#firstUse = undefined;
+    firstUse(this, this.#owner);
   }
 }

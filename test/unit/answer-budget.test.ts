@@ -199,4 +199,20 @@ describe('AnswerBudget: the bytes of rows held for answers at once', () => {
     last.release();
     expect(budget.inUse).to.equal(0);
   });
+  it('tells its owner when a hold is first used, once, and never for a hold not used', async () => {
+    const budget = new AnswerBudget(100);
+    const used: string[] = [];
+    budget.hold(() => used.push('unused')).release();
+    const taking = budget.hold(() => used.push('take'));
+    taking.take(10);
+    taking.take(10);
+    expect(budget.hold(() => used.push('tryTake')).tryTake(10)).to.equal(true);
+    expect(await budget.hold(() => used.push('turn')).turn(10)).to.equal(true);
+    expect(await budget.hold(() => used.push('settle')).settle(10)).to.equal(true);
+    expect(used).to.deep.equal(['take', 'tryTake', 'turn', 'settle']);
+    // Released at first use (its client had gone): it takes nothing.
+    const gone = budget.hold((hold) => hold.release());
+    expect(await gone.turn(10)).to.equal(false);
+    expect(budget.inUse).to.equal(50);
+  });
 });

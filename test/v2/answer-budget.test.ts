@@ -19,16 +19,15 @@ const turn = () => new Promise(setImmediate);
 class RecordingBudget extends AnswerBudget {
   readonly settled: number[] = [];
 
-  override hold(): AnswerHold {
-    const hold = super.hold();
-    return {
-      ...hold,
-      settle: async (bytes) => {
-        const granted = await hold.settle(bytes);
-        if (granted) this.settled.push(bytes);
-        return granted;
-      },
+  override hold<Owner>(firstUse?: (hold: AnswerHold, owner: Owner) => void, owner?: Owner): AnswerHold {
+    const hold = super.hold(firstUse, owner);
+    const settle = hold.settle.bind(hold);
+    hold.settle = async (bytes) => {
+      const granted = await settle(bytes);
+      if (granted) this.settled.push(bytes);
+      return granted;
     };
+    return hold;
   }
 }
 
