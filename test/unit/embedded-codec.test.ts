@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import { MessageChannel, receiveMessageOnPort } from 'node:worker_threads';
 import { ATTACH_MIN_BYTES, Decoder, Encoder } from '../../src/store/embedded/codec.ts';
+import { requestsOf, writeHeader } from '../../src/store/embedded/protocol.ts';
 
 /** `length` bytes of a pattern that tells one value from another. */
 function pattern(length: number, seed: number): Uint8Array {
@@ -76,5 +77,47 @@ describe('the embedded store thread codec', () => {
     encoder.takeAttachments();
     const decoder = new Decoder(encoder.finish());
     expect(() => decoder.bytes()).to.throw(RangeError, /attachment/);
+  });
+  it('gives a tall value the room it needs, not up to twice it, and sends it uncut', () => {
+    const encoder = new Encoder();
+    encoder.u32(7);
+    const value = pattern(8 * 1024 * 1024, 3);
+    encoder.bytes(value);
+    const buffer = encoder.finishPadded();
+    // Room for the value and a sixteenth more; cutting off that sixteenth would copy the message.
+    expect(buffer.byteLength).to.be.above(4 + 4 + value.length);
+    expect(buffer.byteLength).to.be.at.most(Math.ceil((4 + 4 + value.length) * (1 + 1 / 16)));
+    const decoder = new Decoder(buffer);
+    expect(decoder.u32()).to.equal(7);
+    expect(Buffer.from(decoder.bytes()).equals(Buffer.from(value))).to.equal(true);
+  });
+
+  it('cuts a message whose unused room is more than an eighth of it', () => {
+    const encoder = new Encoder(1024);
+    encoder.u32(1);
+    expect(encoder.finishPadded().byteLength).to.equal(4);
+  });
+
+  it('reads the requests of a message up to its end, or up to the zeros left after them', () => {
+    for (const room of [0, 3, 16, 17, 200]) {
+      const encoder = new Encoder();
+      for (const [id, payload] of [
+        [1, pattern(5, 1)],
+        [0x7fff_ffff, pattern(300, 2)],
+      ] as const) {
+        const lengthAt = writeHeader(encoder, id, 5, 1234.5);
+        encoder.bytes(payload);
+        encoder.u32At(lengthAt, encoder.length - lengthAt - 4);
+      }
+      const encoded = new Uint8Array(encoder.finish());
+      const padded = new Uint8Array(encoded.length + room);
+      padded.set(encoded);
+      const requests = requestsOf(padded.buffer);
+      expect(requests.map(({ id, kind, deadline }) => ({ id, kind, deadline })), `with ${room} bytes of zeros`).to.deep.equal([
+        { id: 1, kind: 5, deadline: 1234.5 },
+        { id: 0x7fff_ffff, kind: 5, deadline: 1234.5 },
+      ]);
+      expect(Buffer.from((requests[1]?.decoder as Decoder).bytes()).equals(Buffer.from(pattern(300, 2)))).to.equal(true);
+    }
   });
 });

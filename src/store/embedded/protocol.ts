@@ -1,13 +1,14 @@
 import { StoreError, type StoreErrorCode, type StoreResource } from '../errors.ts';
 import type { StoreCapabilities, StoreLimits } from '../store.ts';
 import type { MessagePort } from 'node:worker_threads';
-import type { Decoder, Encoder } from './codec.ts';
+import { Decoder, type Encoder } from './codec.ts';
 
 /**
  * What the embedded store's main thread and its SQLite threads say to each other.
  *
  * A message from the main thread is one ArrayBuffer holding one or more requests, each
- * `u32 id, u8 kind, f64 deadline, payload`. A message from a thread holds one or more answers,
+ * `u32 id, u8 kind, f64 deadline, u32 length, payload` (writeHeader, requestsOf), perhaps followed
+ * by zeros (Encoder.finishPadded). A message from a thread holds one or more answers,
  * each `u32 id, u8 status, payload`; a read may answer in several PART messages before its
  * last one, so that neither thread builds or decodes a huge result in one go.
  */
@@ -90,4 +91,45 @@ export function decodeError(decoder: Decoder): StoreError {
     ...(limit === '' ? {} : { limit: limit as keyof StoreLimits }),
     ...(capability === '' ? {} : { capability: capability as keyof StoreCapabilities }),
   });
+}
+
+/** A request as a thread reads it. */
+export interface Request {
+  readonly id: number;
+  readonly kind: number;
+  readonly deadline: number;
+  readonly decoder: Decoder;
+}
+
+/** The bytes before a request's payload: `u32 id, u8 kind, f64 deadline, u32 length`. */
+const REQUEST_HEADER_BYTES = 17;
+
+/**
+ * Writes a request's header, its payload's length still 0; returns where the length goes, to be
+ * set once the payload has been written. Ids are never 0 (see requestsOf).
+ */
+export function writeHeader(encoder: Encoder, id: number, kind: number, deadline: number): number {
+  encoder.u32(id);
+  encoder.u8(kind);
+  encoder.f64(deadline);
+  const lengthAt = encoder.length;
+  encoder.u32(0);
+  return lengthAt;
+}
+
+/**
+ * The requests of one message, up to its end or to the zeros the sender may leave after them
+ * (Encoder.finishPadded): an id of 0, or too few bytes left for a header.
+ */
+export function requestsOf(buffer: ArrayBuffer): Request[] {
+  const decoder = new Decoder(buffer);
+  const requests: Request[] = [];
+  while (decoder.remaining >= REQUEST_HEADER_BYTES) {
+    const id = decoder.u32();
+    if (id === 0) break;
+    const kind = decoder.u8();
+    const deadline = decoder.f64();
+    requests.push({ id, kind, deadline, decoder: decoder.sub(decoder.u32()) });
+  }
+  return requests;
 }

@@ -8,8 +8,7 @@ import { DatabaseSync } from 'node:sqlite';
 import { receiveMessageOnPort, workerData } from 'node:worker_threads';
 import { StoreError, callerGone } from '../errors.ts';
 import { Answers } from './answers.ts';
-import { Decoder } from './codec.ts';
-import { CANCEL_SLOTS, Kind, Status, type ThreadData } from './protocol.ts';
+import { CANCEL_SLOTS, Kind, type Request, Status, type ThreadData, requestsOf } from './protocol.ts';
 import { Reader } from './reader.ts';
 import { toStoreError } from './sqlite-errors.ts';
 import { Writer } from './writer.ts';
@@ -20,13 +19,6 @@ const WAL_SIZE_LIMIT_BYTES = 64 * 1024 * 1024;
 const FLUSH_AFTER_MS = 2;
 /** How long a connection waits for a lock held by the store's other connections (WAL recovery, checkpoints). */
 const BUSY_TIMEOUT_MS = 5000;
-
-interface Request {
-  readonly id: number;
-  readonly kind: number;
-  readonly deadline: number;
-  readonly decoder: Decoder;
-}
 
 const { role, databaseFile, cancelled: cancelledBuffer, port } = workerData as ThreadData;
 const cancelled = new Int32Array(cancelledBuffer);
@@ -116,19 +108,6 @@ function close(requests: readonly Request[]): void {
   }
   answers.flush();
   port.close();
-}
-
-/** The requests of one message: `u32 id, u8 kind, f64 deadline, u32 length, payload` each. */
-function requestsOf(buffer: ArrayBuffer): Request[] {
-  const decoder = new Decoder(buffer);
-  const requests: Request[] = [];
-  while (!decoder.done) {
-    const id = decoder.u32();
-    const kind = decoder.u8();
-    const deadline = decoder.f64();
-    requests.push({ id, kind, deadline, decoder: decoder.sub(decoder.u32()) });
-  }
-  return requests;
 }
 
 /** Why a request must not start: its caller went, or its deadline passed while it queued. */

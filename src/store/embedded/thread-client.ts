@@ -2,7 +2,7 @@ import { MessageChannel, type MessagePort, type ResourceLimits, Worker, receiveM
 import { performance } from 'node:perf_hooks';
 import { StoreError, callerGone } from '../errors.ts';
 import { Decoder, Encoder } from './codec.ts';
-import { CANCEL_SLOTS, Kind, Status, decodeError, type ThreadData } from './protocol.ts';
+import { CANCEL_SLOTS, Kind, Status, decodeError, type ThreadData, writeHeader } from './protocol.ts';
 
 /** How long the main thread decodes answers before it lets the event loop run other callbacks. */
 const DECODE_BUDGET_MS = 5;
@@ -27,17 +27,10 @@ interface Pending {
   readonly forget: () => void;
 }
 
-/** Writes a request's header, `u32 id, u8 kind, f64 deadline, u32 length`; returns where the length goes. */
-function writeHeader(encoder: Encoder, id: number, kind: number, deadline: number): number {
-  encoder.u32(id);
-  encoder.u8(kind);
-  encoder.f64(deadline);
-  const lengthAt = encoder.length;
-  encoder.u32(0);
-  return lengthAt;
-}
-
-/** Ids shared by every thread of the process, so that a cancelled id is never another request's. */
+/**
+ * Ids shared by every thread of the process, so that a cancelled id is never another request's.
+ * Never 0: a thread reads an id of 0 as the end of a message's requests.
+ */
 let lastId = 0;
 function nextId(): number {
   lastId = lastId >= 0x7fff_ffff ? 1 : lastId + 1;
@@ -134,7 +127,7 @@ export class ThreadClient {
       encoder.u32At(lengthAt, encoder.length - lengthAt - 4);
       // What was queued before goes first.
       this.flush();
-      const buffer = encoder.finish();
+      const buffer = encoder.finishPadded();
       this.#port?.postMessage(buffer, [buffer]);
     };
     step();
@@ -162,7 +155,7 @@ export class ThreadClient {
   flush(): void {
     this.#flushScheduled = false;
     if (this.#outgoing.length === 0) return;
-    const buffer = this.#outgoing.finish();
+    const buffer = this.#outgoing.finishPadded();
     this.#port?.postMessage(buffer, [buffer]);
   }
 
