@@ -89,8 +89,9 @@ export class RowService {
   /**
    * The row with the selected cells, or null when it has none. A row of HELD_ROW_BYTES or more is
    * counted in the request's answer budget as a batchGet of one key is: where the table's rows are
-   * expected to be that large, the read waits for room for one before it reads; a row found that
-   * large waits for room for itself before it is rendered. Smaller rows are not counted, and never wait.
+   * expected to be that large (or nothing is known yet), the read waits for its turn before it
+   * reads; a row found that large waits for room for itself before it is rendered. Smaller rows
+   * are not counted, and never wait.
    */
   async read(target: TableTarget, key: Buffer, selection: Selection, keyField: string, request: RequestOptions = {}): Promise<Row | null> {
     const named = this.#stores.instance(target.store, target.instance);
@@ -99,7 +100,8 @@ export class RowService {
     const { answer } = request;
     const subject = answerSubject(tableName(target), readSelection);
     const estimate = this.#answerSizes.estimate(subject, 1);
-    const turned = answer !== undefined && estimate >= HELD_ROW_BYTES;
+    // Nothing known at all (the first read since the service started): it reads alone, as a batchGet would.
+    const turned = answer !== undefined && (estimate === 0 || estimate >= HELD_ROW_BYTES);
     if (turned && !(await answer.turn(estimate))) throw answersOverloaded();
     const [row] = await named.store.readRows(ref(target), [key], readSelection, callOptions(this.#timeoutMs, request));
     const bytes = row == null ? key.length : rowBytes(row);

@@ -86,6 +86,12 @@ describe('v2 answers within the answer budget', () => {
     beforeRow = undefined;
     beforeRead = undefined;
   });
+
+  /** Waits until nothing more is read within 100 ms, and answers the reads made since `reads`. */
+  async function readsSince(reads: number): Promise<number> {
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    return rowReads - reads;
+  }
   after(() => app?.close());
 
   const scan = (token?: string) => app.api.get(`${v2Paths(app).rows('wide')}?pageSize=100${token === undefined ? '' : `&pageToken=${token}`}`);
@@ -105,6 +111,22 @@ describe('v2 answers within the answer budget', () => {
       response = await scan(token);
     }
   }
+
+  // First: no read of a row has been answered yet, so nothing is known of any answer's size.
+  it('lets the first get since the service started read alone, those behind it waiting until it has read', async () => {
+    let open: () => void = () => {};
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    beforeRead = () => gate;
+    const reads = rowReads;
+    const answers = Promise.all([app.api.get(v2Paths(app).row('mixed', 'small-0')), app.api.get(v2Paths(app).row('mixed', 'small-1'))]);
+    try {
+      expect(await readsSince(reads)).to.equal(1);
+    } finally {
+      open();
+    }
+    for (const { status } of await answers) expect(status).to.equal(200);
+    await until(() => budget.inUse === 0, 'the budget is back to zero');
+  });
 
   it('ends the pages of two scans at once early, with tokens, and following them returns every row once', async () => {
     // Both scans read at once: neither yields a row before the other has started, then they take turns row by row.
@@ -180,11 +202,6 @@ describe('v2 answers within the answer budget', () => {
   const batchGet = (count: number) => app.api.post(`${v2Paths(app).rows('wide')}:batchGet`, { keys: KEYS.slice(0, count) });
   const batchGetMissing = () => app.api.post(`${v2Paths(app).rows('wide')}:batchGet`, { keys: ['missing-0', 'missing-1'] });
 
-  /** Waits until nothing more is read within 100 ms, and answers the reads made since `reads`. */
-  async function readsSince(reads: number): Promise<number> {
-    await new Promise((resolve) => setTimeout(resolve, 100));
-    return rowReads - reads;
-  }
 
   it('lets a batchGet wait for room for what it is expected to hold before it reads', async () => {
     // An answer of found rows makes the table's estimate a row's bytes per key.
