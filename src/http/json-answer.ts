@@ -22,6 +22,9 @@ const JSON_TEXT_MIN_BYTES = 64 * 1024;
 /** The bytes searched for at a time for those JSON escapes: they stay in the core's cache. */
 const SCAN_BLOCK_BYTES = 32 * 1024;
 
+/** Bytes made into base64 at a time: a multiple of 3. */
+const BASE64_BLOCK_BYTES = 48 * 1024;
+
 /** The bytes that JSON escapes in a string: the quote, the backslash and the control characters. */
 const ESCAPED_BYTES = [0x22, 0x5c, ...Array.from({ length: 0x20 }, (_, byte) => byte)];
 
@@ -56,12 +59,21 @@ export class JsonText {
   }
 
   /**
-   * The bytes in base64, when they are long; else undefined. Base64 needs no escaping, so only its
-   * string is made, not its JSON: for 63 values of 256 KiB, 28 ms of CPU against 107-115.
+   * The bytes in base64, when they are long; else undefined. Base64 needs no escaping, so it is
+   * written straight into bytes, a block at a time: the string of each block is short-lived, where
+   * one string of the whole value would sit among the large objects until the next full garbage
+   * collection. For 63 values of 256 KiB, 7-9 ms of CPU, against 23-27 ms for one string per value
+   * and 107-115 for its JSON.
    */
   static base64(bytes: Buffer): JsonText | undefined {
     if (bytes.length < JSON_TEXT_MIN_BYTES) return undefined;
-    return new JsonText(Buffer.from(bytes.toString('base64'), 'latin1'));
+    const text = Buffer.allocUnsafe(Math.ceil(bytes.length / 3) * 4);
+    let length = 0;
+    // Blocks of a multiple of 3 bytes: their base64 strings join with no padding between them.
+    for (let start = 0; start < bytes.length; start += BASE64_BLOCK_BYTES) {
+      length += text.write(bytes.subarray(start, start + BASE64_BLOCK_BYTES).toString('base64'), length, 'latin1');
+    }
+    return new JsonText(text);
   }
 
   toJSON(): string {

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { Readable } from 'node:stream';
 import { expect } from 'chai';
@@ -131,6 +132,12 @@ describe('setJsonAnswer: JSON answers, large ones rendered a piece at a time', (
     const encoded = JsonText.base64(bytes) as JsonText;
     expect(encoded.bytes.toString('latin1')).to.equal(bytes.toString('base64'));
     expect(joined({ value: encoded }).toString()).to.equal(JSON.stringify({ value: bytes.toString('base64') }));
+    // Made a block of 48 KiB at a time: lengths at and around block ends, with and without padding.
+    for (const length of [96 * KIB - 1, 96 * KIB, 96 * KIB + 1, 96 * KIB + 2, 1000 * KIB + 5]) {
+      const long = randomBytes(length);
+      const base64 = JsonText.base64(long) as JsonText;
+      expect(base64.bytes.toString('latin1'), `${length} bytes`).to.equal(long.toString('base64'));
+    }
   });
 
   it('writes any value as JSON.stringify does, byte for byte, and JsonText as the very bytes it holds', () => {
