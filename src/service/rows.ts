@@ -36,7 +36,7 @@ const SELECTION_FIELDS: SelectionFields = { columns: 'columns', versions: 'versi
  * answer budget. Below it a row is not worth a turn: a small read is the common case, and costs
  * its caller nothing for it.
  */
-export const HELD_ROW_BYTES = 64 * 1024;
+const HELD_ROW_BYTES = 64 * 1024;
 
 /** One entry of a batch write. */
 export interface EntryInput {

@@ -160,7 +160,7 @@ export class Encoder {
     // Doubling, for many small appends; but one append larger than that (a tall value) gets the
     // room it needs and a sixteenth more for what may follow it. Doubling up to it would allocate
     // up to twice the value, copying on each step.
-    const size = Math.max(this.#bytes.byteLength * 2, INITIAL_BYTES, needed + (needed >>> 4));
+    const size = Math.max(this.#bytes.byteLength * 2, INITIAL_BYTES, needed + Math.ceil(needed / 16));
     const grown = new Uint8Array(size);
     grown.set(this.#bytes.subarray(0, this.#length));
     this.#bytes = grown;
