@@ -128,4 +128,24 @@ describe('parseInPieces', () => {
     expect(value).to.deep.equal(JSON.parse(text));
     expect(turns, 'turns of the event loop during the parse').to.be.above(2);
   });
+  it('takes a long plain string as its text, a piece at a time, and any other long string as JSON.parse does', async () => {
+    const plain = 'v✓'.repeat(3 * 1024 * 1024);
+    const text = JSON.stringify({ columnValue: plain, after: [1, 'x'] });
+    let longestParsed = 0;
+    const value = await walkInPieces(text, (piece) => {
+      longestParsed = Math.max(longestParsed, piece.length);
+      return JSON.parse(piece) as unknown;
+    });
+    expect(longestParsed, 'the longest text parsed in one go').to.be.below(100);
+    expect(value).to.deep.equal({ columnValue: plain, after: [1, 'x'] });
+    for (const odd of ['\\"', '\\n', '\\u00e9', '\\\\']) {
+      const escaped = `{"v":"${'x'.repeat(100_000)}${odd}${'y'.repeat(100_000)}"}`;
+      expect(await walkInPieces(escaped, JSON.parse, 1000), odd).to.deep.equal(JSON.parse(escaped));
+    }
+    // A raw control character is malformed JSON: it fails as JSON.parse fails on the whole text.
+    const control = `{"v":"${'x'.repeat(100_000)}\u0001${'y'.repeat(100_000)}"}`;
+    const refused = await inPieces(control, 1000);
+    expect(refused).to.have.property('error').that.equals(await inPieces(control, control.length + 1).then((whole) => (whole as { error: string }).error));
+  });
+
 });
