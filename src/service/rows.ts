@@ -13,6 +13,7 @@ import { type ScanPage, readPage, rowBytes } from './scan-pages.ts';
 import { apiErrorOf } from './store-errors.ts';
 import type { StoreDirectory } from './stores.ts';
 import type { TableTarget } from './tables.ts';
+import { nextTurn } from './slices.ts';
 import { WriteClock } from './timestamps.ts';
 
 export type { MutationFields, MutationInput, ScanPage };
@@ -37,6 +38,9 @@ const SELECTION_FIELDS: SelectionFields = { columns: 'columns', versions: 'versi
  * its caller nothing for it.
  */
 const HELD_ROW_BYTES = 64 * 1024;
+
+/** Rows written of at least this many bytes are given to the store in a turn of their own: a few milliseconds of copying. */
+const TALL_ROW_BYTES = 4 * 1024 * 1024;
 
 /** One entry of a batch write. */
 export interface EntryInput {
@@ -140,9 +144,12 @@ export class RowService {
   async mutate(target: TableTarget, key: Buffer, mutations: readonly MutationInput[], fields: MutationFields, request: RequestOptions = {}): Promise<number> {
     const named = this.#stores.instance(target.store, target.instance);
     // A row of many cells is checked, then stamped, a slice at a time.
-    await checkRowMutationsInSlices(named.store.limits, key, mutations, fields);
+    const bytes = await checkRowMutationsInSlices(named.store.limits, key, mutations, fields);
     const timestamp = this.#clock(named).next();
     const stamped = await withTimestampsInSlices(mutations, timestamp);
+    // A tall value was just made into bytes, in one go, and the store may copy it in one go too
+    // (the embedded store's message to its writer): not in the same turn.
+    if (bytes >= TALL_ROW_BYTES) await nextTurn();
     await named.store.mutateRow(ref(target), key, stamped, callOptions(this.#timeoutMs, request));
     return mutations.length;
   }
