@@ -2,7 +2,7 @@ import type { NamedStore } from '../store/store-set.ts';
 import type { ColumnSelector, ReadSelection, Row, RowMutations, TableRef } from '../store/store.ts';
 import { isStoreError } from '../store/errors.ts';
 import { answersOverloaded } from './answer-budget.ts';
-import { AnswerSizes, answerSubject } from './answer-sizes.ts';
+import { AnswerSizes, type AnswerSubject, answerSubject } from './answer-sizes.ts';
 import { ApiError } from './errors.ts';
 import { prefixRange } from './key-ranges.ts';
 import { DEFAULT_PAGE_SIZE, SERVICE_LIMITS, notSupported, overLimit, tooMany, tooManyBytes } from './limits.ts';
@@ -104,9 +104,18 @@ export class RowService {
     const { answer } = request;
     const subject = answerSubject(tableName(target), readSelection);
     const estimate = this.#answerSizes.estimate(subject, 1);
+    // Whether the read took a turn, and so must settle for what it read.
+    let turned = false;
     // Nothing known at all (the first read since the service started): it reads alone, as a batchGet would.
-    const turned = answer !== undefined && (estimate === 0 || estimate >= HELD_ROW_BYTES);
-    if (turned && !(await answer.turn(estimate))) throw answersOverloaded();
+    if (answer !== undefined && (estimate === 0 || estimate >= HELD_ROW_BYTES)) {
+      if (!(await answer.turn(estimate))) throw answersOverloaded();
+      turned = true;
+      // Queued behind that first read, which found a small row: this one need not read alone.
+      if (estimate === 0 && this.#isSmall(subject)) {
+        if (!(await answer.settle(0))) throw answersOverloaded();
+        turned = false;
+      }
+    }
     const [row] = await named.store.readRows(ref(target), [key], readSelection, callOptions(this.#timeoutMs, request));
     const bytes = row == null ? key.length : rowBytes(row);
     this.#answerSizes.observe(subject, 1, bytes);
@@ -248,6 +257,12 @@ export class RowService {
       }
     }
     return { columns, versions: selection.versions };
+  }
+
+  /** Whether rows of `subject` are now expected to be smaller than HELD_ROW_BYTES (not unknown). */
+  #isSmall(subject: AnswerSubject): boolean {
+    const estimate = this.#answerSizes.estimate(subject, 1);
+    return estimate > 0 && estimate < HELD_ROW_BYTES;
   }
 
   #clock(named: NamedStore): WriteClock {
