@@ -48,6 +48,12 @@ export interface AnswerHold {
    * Resolves as turn does.
    */
   settle(bytes: number): Promise<boolean>;
+  /**
+   * Replaces what the turn took with a new `estimate`, as settle does, but as an estimate still:
+   * settle replaces it in turn once the answer has read. For an answer let in to read without an
+   * estimate (so alone) whose size has since become known.
+   */
+  reestimate(estimate: number): Promise<boolean>;
   /** Gives back every byte taken, once; the hold takes nothing after it. */
   release(): void;
 }
@@ -211,6 +217,15 @@ class Hold implements AnswerHold {
   }
 
   settle(bytes: number): Promise<boolean> {
+    return this.#replace(bytes, false);
+  }
+
+  reestimate(estimate: number): Promise<boolean> {
+    return this.#replace(estimate, true);
+  }
+
+  /** Replaces what the turn took with `bytes`: an estimate still, or what the answer read. */
+  #replace(bytes: number, estimate: boolean): Promise<boolean> {
     this.#use();
     if (this.#released) return Promise.resolve(false);
     const room = this.#room;
@@ -219,12 +234,16 @@ class Hold implements AnswerHold {
     this.#held -= this.#estimated;
     room.inUse -= this.#estimated;
     this.#estimated = 0;
-    if (room.fits(bytes)) {
+    const take = () => {
       this.take(bytes);
+      if (estimate) this.#estimated = bytes;
+    };
+    if (room.fits(bytes)) {
+      take();
       room.letIn();
       return Promise.resolve(true);
     }
-    return room.wait(this, bytes, true, () => this.take(bytes));
+    return room.wait(this, bytes, true, take);
   }
 
   release(): void {

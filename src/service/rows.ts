@@ -1,7 +1,7 @@
 import type { NamedStore } from '../store/store-set.ts';
 import type { ColumnSelector, ReadSelection, Row, RowMutations, TableRef } from '../store/store.ts';
 import { isStoreError } from '../store/errors.ts';
-import { answersOverloaded } from './answer-budget.ts';
+import { type AnswerHold, answersOverloaded } from './answer-budget.ts';
 import { AnswerSizes, type AnswerSubject, answerSubject } from './answer-sizes.ts';
 import { ApiError } from './errors.ts';
 import { prefixRange } from './key-ranges.ts';
@@ -108,13 +108,7 @@ export class RowService {
     let turned = false;
     // Nothing known at all (the first read since the service started): it reads alone, as a batchGet would.
     if (answer !== undefined && (estimate === 0 || estimate >= HELD_ROW_BYTES)) {
-      if (!(await answer.turn(estimate))) throw answersOverloaded();
-      turned = true;
-      // Queued behind that first read, which found a small row: this one need not read alone.
-      if (estimate === 0 && this.#isSmall(subject)) {
-        if (!(await answer.settle(0))) throw answersOverloaded();
-        turned = false;
-      }
+      turned = await this.#turn(answer, subject, 1, estimate);
     }
     const [row] = await named.store.readRows(ref(target), [key], readSelection, callOptions(this.#timeoutMs, request));
     const bytes = row == null ? key.length : rowBytes(row);
@@ -138,7 +132,7 @@ export class RowService {
     const readSelection = this.#selection(named, selection);
     const { answer } = request;
     const subject = answerSubject(tableName(target), readSelection);
-    if (answer !== undefined && !(await answer.turn(this.#answerSizes.estimate(subject, keys.length)))) throw answersOverloaded();
+    if (answer !== undefined) await this.#turn(answer, subject, keys.length, this.#answerSizes.estimate(subject, keys.length));
     const rows = await named.store.readRows(ref(target), keys, readSelection, callOptions(this.#timeoutMs, request));
     const bytes = rows.reduce((sum, row, index) => sum + (row === null ? (keys[index]?.length ?? 0) : rowBytes(row)), 0);
     this.#answerSizes.observe(subject, keys.length, bytes);
@@ -259,10 +253,22 @@ export class RowService {
     return { columns, versions: selection.versions };
   }
 
-  /** Whether rows of `subject` are now expected to be smaller than HELD_ROW_BYTES (not unknown). */
-  #isSmall(subject: AnswerSubject): boolean {
-    const estimate = this.#answerSizes.estimate(subject, 1);
-    return estimate > 0 && estimate < HELD_ROW_BYTES;
+  /**
+   * Waits for the turn to read an answer of `keys` keys expected to hold `estimate` bytes, or
+   * refuses it with 503 OVERLOADED. An answer with no estimate reads alone; let in, it looks again,
+   * since those queued behind the first answer since the service started had none either: if the
+   * answers read since tell its size, it gives back its turn to read alone and waits, if need be,
+   * for room for that. Resolves to whether the answer still holds a turn, to be settled once read:
+   * not a single row now expected to be small.
+   */
+  async #turn(answer: AnswerHold, subject: AnswerSubject, keys: number, estimate: number): Promise<boolean> {
+    if (!(await answer.turn(estimate))) throw answersOverloaded();
+    if (estimate > 0) return true;
+    const known = this.#answerSizes.estimate(subject, keys);
+    if (known === 0) return true;
+    const small = keys === 1 && known < HELD_ROW_BYTES;
+    if (!(await (small ? answer.settle(0) : answer.reestimate(known)))) throw answersOverloaded();
+    return !small;
   }
 
   #clock(named: NamedStore): WriteClock {

@@ -215,4 +215,24 @@ describe('AnswerBudget: the bytes of rows held for answers at once', () => {
     expect(await gone.turn(10)).to.equal(false);
     expect(budget.inUse).to.equal(50);
   });
+  it('lets an answer that read alone without an estimate take one once known, so that others read beside it', async () => {
+    const budget = new AnswerBudget(100, 1000);
+    const alone = budget.hold();
+    expect(await alone.turn()).to.equal(true);
+    const behind = budget.hold();
+    let behindIn = false;
+    const behindTurn = behind.turn(20).then((granted) => (behindIn = granted));
+    await new Promise(setImmediate);
+    expect(behindIn, 'waits while one reads without an estimate').to.equal(false);
+    expect(await alone.reestimate(30)).to.equal(true);
+    await behindTurn;
+    expect(behindIn, 'goes once the estimate is known and fits').to.equal(true);
+    expect(budget.inUse).to.equal(50);
+    // Settling replaces the estimate, as after a turn.
+    expect(await alone.settle(10)).to.equal(true);
+    expect(budget.inUse).to.equal(30);
+    alone.release();
+    behind.release();
+    expect(budget.inUse).to.equal(0);
+  });
 });
