@@ -93,9 +93,8 @@ export class RowService {
   /**
    * The row with the selected cells, or null when it has none. A row of HELD_ROW_BYTES or more is
    * counted in the request's answer budget as a batchGet of one key is: where the table's rows are
-   * expected to be that large (or nothing is known yet), the read waits for its turn before it
-   * reads; a row found that large waits for room for itself before it is rendered. Smaller rows
-   * are not counted, and never wait.
+   * expected to be that large, the read waits for its turn before it reads; a row found that large
+   * waits for room for itself before it is rendered. Smaller rows are not counted, and never wait.
    */
   async read(target: TableTarget, key: Buffer, selection: Selection, keyField: string, request: RequestOptions = {}): Promise<Row | null> {
     const named = this.#stores.instance(target.store, target.instance);
@@ -104,12 +103,10 @@ export class RowService {
     const { answer } = request;
     const subject = answerSubject(tableName(target), readSelection);
     const estimate = this.#answerSizes.estimate(subject, 1);
-    // Whether the read took a turn, and so must settle for what it read.
-    let turned = false;
-    // Nothing known at all (the first read since the service started): it reads alone, as a batchGet would.
-    if (answer !== undefined && (estimate === 0 || estimate >= HELD_ROW_BYTES)) {
-      turned = await this.#turn(answer, subject, 1, estimate);
-    }
+    // Nothing known (the first reads since the service started) is taken as small: reading alone,
+    // as a batchGet does, would queue every read behind one that may hang on a backend that is down.
+    const turned = answer !== undefined && estimate >= HELD_ROW_BYTES;
+    if (turned) await this.#turn(answer, subject, 1, estimate);
     const [row] = await named.store.readRows(ref(target), [key], readSelection, callOptions(this.#timeoutMs, request));
     const bytes = row == null ? key.length : rowBytes(row);
     this.#answerSizes.observe(subject, 1, bytes);
@@ -258,17 +255,13 @@ export class RowService {
    * refuses it with 503 OVERLOADED. An answer with no estimate reads alone; let in, it looks again,
    * since those queued behind the first answer since the service started had none either: if the
    * answers read since tell its size, it gives back its turn to read alone and waits, if need be,
-   * for room for that. Resolves to whether the answer still holds a turn, to be settled once read:
-   * not a single row now expected to be small.
+   * for room for that.
    */
-  async #turn(answer: AnswerHold, subject: AnswerSubject, keys: number, estimate: number): Promise<boolean> {
+  async #turn(answer: AnswerHold, subject: AnswerSubject, keys: number, estimate: number): Promise<void> {
     if (!(await answer.turn(estimate))) throw answersOverloaded();
-    if (estimate > 0) return true;
+    if (estimate > 0) return;
     const known = this.#answerSizes.estimate(subject, keys);
-    if (known === 0) return true;
-    const small = keys === 1 && known < HELD_ROW_BYTES;
-    if (!(await (small ? answer.settle(0) : answer.reestimate(known)))) throw answersOverloaded();
-    return !small;
+    if (known > 0 && !(await answer.reestimate(known))) throw answersOverloaded();
   }
 
   #clock(named: NamedStore): WriteClock {
