@@ -92,6 +92,26 @@ describe('v2 answers within the answer budget', () => {
     await new Promise((resolve) => setTimeout(resolve, 100));
     return rowReads - reads;
   }
+
+  /**
+   * Sends `request` while `spent` bytes of the budget are held elsewhere; answers the reads it made
+   * meanwhile and whether it had answered, then, once those bytes are given back, its response.
+   */
+  async function whileHeld<T>(spent: number, request: () => Promise<T>): Promise<{ reads: number; answered: boolean; response: T }> {
+    const hog = budget.hold();
+    hog.take(spent);
+    const before = rowReads;
+    let answered = false;
+    const response = request().finally(() => (answered = true));
+    let reads: number;
+    try {
+      reads = await readsSince(before);
+    } finally {
+      hog.release();
+    }
+    const wasAnswered = answered;
+    return { reads, answered: wasAnswered, response: await response };
+  }
   after(() => app?.close());
 
   const scan = (token?: string) => app.api.get(`${v2Paths(app).rows('wide')}?pageSize=100${token === undefined ? '' : `&pageToken=${token}`}`);
@@ -210,18 +230,10 @@ describe('v2 answers within the answer budget', () => {
     // An answer of found rows makes the table's estimate a row's bytes per key.
     expect((await batchGet(1)).status).to.equal(200);
     for (const spent of [budget.limitBytes, budget.limitBytes - ROW_BYTES]) {
-      const hog = budget.hold();
-      hog.take(spent);
-      const reads = rowReads;
-      let answered = false;
-      const answer = batchGet(2).finally(() => (answered = true));
-      try {
-        expect(await readsSince(reads), `reads with ${spent} bytes held`).to.equal(0);
-        expect(answered).to.equal(false);
-      } finally {
-        hog.release();
-      }
-      const { status, body } = await answer;
+      const { reads, answered, response } = await whileHeld(spent, () => batchGet(2));
+      expect(reads, `reads with ${spent} bytes held`).to.equal(0);
+      expect(answered).to.equal(false);
+      const { status, body } = response;
       expect(status).to.equal(200);
       expect(body.rows.map((row: { found: boolean }) => row.found)).to.deep.equal([true, true]);
       await until(() => budget.inUse === 0, 'the budget is back to zero');
@@ -272,18 +284,10 @@ describe('v2 answers within the answer budget', () => {
     for (let index = 0; index < 24; index += 1) expect((await batchGetMissing()).status).to.equal(200);
     budget.settled.length = 0;
     // Room for one row: it reads, then waits for room for five.
-    const hog = budget.hold();
-    hog.take(budget.limitBytes - ROW_BYTES);
-    const reads = rowReads;
-    let answered = false;
-    const answer = batchGet(5).finally(() => (answered = true));
-    try {
-      expect(await readsSince(reads)).to.equal(1);
-      expect(answered).to.equal(false);
-    } finally {
-      hog.release();
-    }
-    const { status, body } = await answer;
+    const { reads, answered, response } = await whileHeld(budget.limitBytes - ROW_BYTES, () => batchGet(5));
+    expect(reads).to.equal(1);
+    expect(answered).to.equal(false);
+    const { status, body } = response;
     expect(status).to.equal(200);
     expect(body.rows.map((row: { found: boolean }) => row.found)).to.deep.equal([true, true, true, true, true]);
     // More than the budget holds, taken whole once it held nothing else.
@@ -315,18 +319,10 @@ describe('v2 answers within the answer budget', () => {
     // A large row makes the table's estimate a row's bytes.
     expect((await get('wide', KEYS[0] as string)).status).to.equal(200);
     for (const read of [() => get('wide', KEYS[1] as string), () => readCellData('wide', KEYS[1] as string)]) {
-      const hog = budget.hold();
-      hog.take(budget.limitBytes - ROW_BYTES + 1);
-      const reads = rowReads;
-      let answered = false;
-      const answer = read().finally(() => (answered = true));
-      try {
-        expect(await readsSince(reads)).to.equal(0);
-        expect(answered).to.equal(false);
-      } finally {
-        hog.release();
-      }
-      expect((await answer).status).to.equal(200);
+      const { reads, answered, response } = await whileHeld(budget.limitBytes - ROW_BYTES + 1, read);
+      expect(reads).to.equal(0);
+      expect(answered).to.equal(false);
+      expect(response.status).to.equal(200);
       await until(() => budget.inUse === 0, 'the budget is back to zero');
     }
   });
@@ -336,18 +332,10 @@ describe('v2 answers within the answer budget', () => {
     budget.settled.length = 0;
     const large = 'large'.length + 1 + VALUE.length;
     // Room for less than the row: it reads, then waits.
-    const hog = budget.hold();
-    hog.take(budget.limitBytes - large + 1);
-    const reads = rowReads;
-    let answered = false;
-    const answer = get('mixed', 'large').finally(() => (answered = true));
-    try {
-      expect(await readsSince(reads)).to.equal(1);
-      expect(answered).to.equal(false);
-    } finally {
-      hog.release();
-    }
-    const { status, body } = await answer;
+    const { reads, answered, response } = await whileHeld(budget.limitBytes - large + 1, () => get('mixed', 'large'));
+    expect(reads).to.equal(1);
+    expect(answered).to.equal(false);
+    const { status, body } = response;
     expect(status).to.equal(200);
     expect(body.cells[0].value).to.have.length(VALUE.length);
     expect(budget.settled).to.deep.equal([large]);
