@@ -82,6 +82,8 @@ export class RowService {
   readonly #timeoutMs: number;
   readonly #clocks = new Map<string, WriteClock>();
   readonly #answerSizes = new AnswerSizes();
+  /** The first read of a row since the service started, made when nothing was known of answers' sizes. */
+  #firstRead: Promise<void> | undefined;
   readonly #now: () => number;
 
   constructor(deps: RowServiceDeps) {
@@ -102,12 +104,23 @@ export class RowService {
     const readSelection = this.#selection(named, selection);
     const { answer } = request;
     const subject = answerSubject(tableName(target), readSelection);
-    const estimate = this.#answerSizes.estimate(subject, 1);
-    // Nothing known (the first reads since the service started) is taken as small: reading alone,
-    // as a batchGet does, would queue every read behind one that may hang on a backend that is down.
+    let estimate = this.#answerSizes.estimate(subject, 1);
+    let first = false;
+    if (estimate === 0 && answer !== undefined) {
+      // Nothing known yet (the service just started): the first such read goes, and the others
+      // wait for it, then go by what it read. Once it is done, failed or not, none waits again, so
+      // a store that is down at start costs each read at most one other read's deadline.
+      if (this.#firstRead === undefined) first = true;
+      else {
+        await this.#firstRead;
+        estimate = this.#answerSizes.estimate(subject, 1);
+      }
+    }
     const turned = answer !== undefined && estimate >= HELD_ROW_BYTES;
     if (turned) await this.#turn(answer, subject, 1, estimate);
-    const [row] = await named.store.readRows(ref(target), [key], readSelection, callOptions(this.#timeoutMs, request));
+    const reading = named.store.readRows(ref(target), [key], readSelection, callOptions(this.#timeoutMs, request));
+    if (first) this.#firstRead = reading.then(ignore, ignore);
+    const [row] = await reading;
     const bytes = row == null ? key.length : rowBytes(row);
     this.#answerSizes.observe(subject, 1, bytes);
     if (answer !== undefined && (turned || bytes >= HELD_ROW_BYTES) && !(await answer.settle(bytes))) throw answersOverloaded();
@@ -273,6 +286,8 @@ export class RowService {
     return clock;
   }
 }
+
+function ignore(): void {}
 
 /** A table's name across stores and instances (names hold no slash). */
 function tableName(target: TableTarget): string {
