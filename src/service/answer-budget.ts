@@ -92,11 +92,6 @@ export class AnswerBudget {
     return this.#room.limitBytes;
   }
 
-  /** How long an answer may wait for each turn (as long as a large body may). */
-  get turnWaitMs(): number {
-    return this.#room.turnWaitMs;
-  }
-
   /** Bytes held by answers now. */
   get inUse(): number {
     return this.#room.inUse;
@@ -115,6 +110,7 @@ export class AnswerBudget {
 /** The state an AnswerBudget and its holds share: what is held, and who waits for room. */
 class Room {
   readonly limitBytes: number;
+  /** How long an answer may wait for each turn (as long as a large body may). */
   readonly turnWaitMs: number;
   inUse = 0;
   readonly waiting: Waiter[] = [];
