@@ -7,7 +7,8 @@
  *   --connections L   concurrent connections / callers (default 1,32,128)
  *   --stores LIST     bigtable,embedded,redis,spanner (default all)
  *   --out FILE        where to write the JSON results (default bench/results/latest.json)
- *   --profile         run the service with --cpu-prof and print its top functions by self time
+ *   --profile         run the service with --cpu-prof and print its top functions by self time; the
+ *                     naive proxy's and the floors' profiles are written beside it
  *   --node-flags=F    extra Node flags for the service, e.g. --node-flags="--max-semi-space-size=4"
  */
 import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
@@ -166,19 +167,10 @@ async function benchBigtable(emulatorHost: string): Promise<void> {
   });
   const client = dataClient(PROJECT, emulatorHost);
   const tableName = `projects/${PROJECT}/instances/${BIGTABLE_INSTANCE}/tables/${TABLE}`;
-  const naive = await runService(cleanEnv({ PORT: '0', GOOGLE_CLOUD_PROJECT: PROJECT, BIGTABLE_EMULATOR_HOST: emulatorHost }), [
-    process.execPath,
-    'bench/naive-proxy.ts',
-  ]);
-  const floor = await runService(cleanEnv({ PORT: '0', GOOGLE_CLOUD_PROJECT: PROJECT, BIGTABLE_EMULATOR_HOST: emulatorHost }), [
-    process.execPath,
-    'bench/floor-server.ts',
-  ]);
-  const koaFloor = await runService(cleanEnv({ PORT: '0', GOOGLE_CLOUD_PROJECT: PROJECT, BIGTABLE_EMULATOR_HOST: emulatorHost }), [
-    process.execPath,
-    'bench/floor-server.ts',
-    '--koa',
-  ]);
+  const baselineEnv = cleanEnv({ PORT: '0', GOOGLE_CLOUD_PROJECT: PROJECT, BIGTABLE_EMULATOR_HOST: emulatorHost });
+  const naive = await runService(baselineEnv, [process.execPath, ...profileFlags('naive'), 'bench/naive-proxy.ts']);
+  const floor = await runService(baselineEnv, [process.execPath, ...profileFlags('floor'), 'bench/floor-server.ts']);
+  const koaFloor = await runService(baselineEnv, [process.execPath, ...profileFlags('koa-floor'), 'bench/floor-server.ts', '--koa']);
   try {
     await createTable(service.baseUrl, BIGTABLE_INSTANCE);
     await inBatches(PRELOADED_ROWS, 50, (index) => writeRow(client, tableName, preloadedKey(index)));
@@ -275,9 +267,18 @@ async function benchSpanner(): Promise<void> {
 /** Starts `node dist/index.js` (the production build) on a free port. */
 function startService(store: string, vars: Record<string, string>): Promise<ServiceProcess> {
   const flags = args['node-flags'].split(' ').filter((flag) => flag !== '');
-  if (args.profile) flags.push('--cpu-prof', `--cpu-prof-dir=${profileDir(store)}`);
-  if (args.profile) rmSync(profileDir(store), { recursive: true, force: true });
-  return runService(cleanEnv({ PORT: '0', ...vars }), [process.execPath, ...flags, 'dist/index.js']);
+  return runService(cleanEnv({ PORT: '0', ...vars }), [process.execPath, ...flags, ...profileFlags(store), 'dist/index.js']);
+}
+
+/**
+ * With --profile, the flags that write a process's CPU profile into bench/results/profiles/NAME
+ * (emptied first): the service's under its store's name, the naive proxy's and the floors' beside
+ * it, to be compared with `bench/profile-summary.ts --by-package`.
+ */
+function profileFlags(name: string): string[] {
+  if (!args.profile) return [];
+  rmSync(profileDir(name), { recursive: true, force: true });
+  return ['--cpu-prof', `--cpu-prof-dir=${profileDir(name)}`];
 }
 
 async function stopService(service: ServiceProcess, store: string): Promise<void> {
