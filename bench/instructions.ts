@@ -1,7 +1,9 @@
 /**
  * `npm run build && node bench/instructions.ts [--case insert|read|v2read|v2write] [--requests 2000]
- * [--warmup 1500] [--connections 8] [--root DIR]`: the machine instructions the service executes per
- * request, counted by valgrind's callgrind, on a Bigtable emulator of its own.
+ * [--warmup 1500] [--connections 8] [--root DIR] [--server kvcrud|naive|floor|koa-floor]`: the
+ * machine instructions the service (or with `--server`, the naive proxy or a floor server of
+ * `npm run bench`) executes per request, counted by valgrind's callgrind, on a Bigtable emulator of
+ * its own.
  *
  * On a shared VM the CPU time of the same request moves by 30 % or more from one minute to the
  * next, so two builds whose costs differ by a few per cent cannot be told apart by `npm run bench`.
@@ -46,6 +48,7 @@ const { values: args } = parseArgs({
     connections: { type: 'string', default: '8' },
     root: { type: 'string', default: new URL('../', import.meta.url).pathname },
     'node-flags': { type: 'string', default: '--predictable' },
+    server: { type: 'string', default: 'kvcrud' },
   },
 });
 const caseName = args.case as Case;
@@ -55,6 +58,17 @@ const warmup = Number(args.warmup);
 const connections = Number(args.connections);
 const root = resolve(args.root);
 const nodeFlags = args['node-flags'].split(' ').filter((flag) => flag !== '');
+/** What runs under valgrind: the service, or one of the baselines `npm run bench` compares it with (v1 cases only). */
+const SERVERS: Record<string, readonly string[]> = {
+  kvcrud: ['dist/index.js'],
+  naive: ['bench/naive-proxy.ts'],
+  floor: ['bench/floor-server.ts'],
+  'koa-floor': ['bench/floor-server.ts', '--koa'],
+};
+const server = args.server;
+const serverArgs: readonly string[] = SERVERS[server] ?? [];
+if (serverArgs.length === 0) throw new Error(`--server must be one of ${Object.keys(SERVERS).join(', ')}`);
+if (server !== 'kvcrud' && caseName !== 'insert' && caseName !== 'read') throw new Error(`the ${server} server answers only the insert and read cases`);
 if (!existsSync(join(root, 'dist/index.js'))) throw new Error(`${root}/dist/index.js is missing: npm run build there first`);
 
 const newKey = newKeys('instructions');
@@ -98,7 +112,7 @@ async function startService(emulatorHost: string, outDir: string): Promise<{ chi
   // --trace-children: the service replaces itself (execve) with the heap flags it chooses.
   const child = spawn(
     'valgrind',
-    ['--tool=callgrind', '--trace-children=yes', '--instr-atstart=no', '--separate-threads=yes', `--callgrind-out-file=${outDir}/callgrind.out.%p`, process.execPath, ...nodeFlags, 'dist/index.js'],
+    ['--tool=callgrind', '--trace-children=yes', '--instr-atstart=no', '--separate-threads=yes', `--callgrind-out-file=${outDir}/callgrind.out.%p`, process.execPath, ...nodeFlags, ...serverArgs],
     { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] },
   );
   const port = await new Promise<number>((done, fail) => {
@@ -148,12 +162,12 @@ const emulator = await spawnEmulator();
 const service = await startService(emulator.host, outDir);
 try {
   const client = dataClient(PROJECT, emulator.host);
-  const created = await fetch(`${service.baseUrl}/v1/${INSTANCE}/createTable`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ tableName: TABLE, columnFamily: FAMILY }),
-  });
-  if (created.status !== 201) throw new Error(`createTable answered ${created.status}`);
+  // With cbt, not the service: the baselines have no createTable. A v1 family keeps one version.
+  const cbt = (...words: string[]) =>
+    execFileSync('cbt', ['-project', PROJECT, '-instance', INSTANCE, ...words], { env: { ...process.env, BIGTABLE_EMULATOR_HOST: emulator.host }, stdio: 'ignore' });
+  cbt('createtable', TABLE);
+  cbt('createfamily', TABLE, FAMILY);
+  cbt('setgcpolicy', TABLE, FAMILY, 'maxversions=1');
   if (caseName === 'read' || caseName === 'v2read') {
     const tableName = `projects/${PROJECT}/instances/${INSTANCE}/tables/${TABLE}`;
     for (let start = 0; start < PRELOADED_ROWS; start += 100) {
@@ -171,7 +185,7 @@ try {
   const { all, main } = countedInstructions(outDir);
   const perRequest = (count: number) => Math.round(count / requests).toLocaleString('en');
   process.stdout.write(
-    `${caseName} on ${STORE} (${root}): ${perRequest(main)} instructions per request on the main thread, ${perRequest(all)} on all threads ` +
+    `${caseName} on ${STORE}, ${server === 'kvcrud' ? `kvcrud (${root})` : server}: ${perRequest(main)} instructions per request on the main thread, ${perRequest(all)} on all threads ` +
       `(${requests} requests on ${connections} connections, after ${warmup} to warm up)\n`,
   );
 } finally {
