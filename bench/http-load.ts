@@ -7,16 +7,18 @@ import autocannon from 'autocannon';
 import { LoadRecorder, type LoadResult } from './measure.ts';
 import { BATCH_GET_KEYS, CELLS, type CaseName, FAMILY, SCAN_PAGE_ROWS, TABLE, nextIsRead, randomExistingKey, randomScanStart } from './workload.ts';
 
-export interface HttpLoad {
+/** A load that runs for `durationSeconds`, or until it has sent `requests` requests. */
+export type HttpLoad = {
   readonly baseUrl: string;
   /** The store the service serves (its driver's name), for the v2 paths. */
   readonly store: string;
   readonly instance: string;
   readonly caseName: CaseName;
   readonly connections: number;
-  readonly durationSeconds: number;
   readonly newKey: () => string;
-}
+  /** How long a request may take before it counts as failed (default 10 s). */
+  readonly timeoutSeconds?: number;
+} & ({ readonly durationSeconds: number } | { readonly requests: number });
 
 /** The HTTP request for one readCellData of an existing row. */
 export function readRequest(instance: string, rowKey: string) {
@@ -96,8 +98,8 @@ export async function runHttpLoad(load: HttpLoad): Promise<LoadResult> {
   const instance = autocannon({
     url: load.baseUrl,
     connections: load.connections,
-    duration: load.durationSeconds,
-    timeout: 10,
+    ...('requests' in load ? { amount: load.requests } : { duration: load.durationSeconds }),
+    timeout: load.timeoutSeconds ?? 10,
     requests: [
       {
         setupRequest: (request) => ({ ...request, ...nextRequest(load) }),

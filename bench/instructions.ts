@@ -13,8 +13,9 @@
  * `--warmup` requests that let V8 compile the hot code. Counting starts and stops with
  * `callgrind_control` around the measured requests, so start-up is left out. The service runs with
  * V8's `--predictable` (`--node-flags` to change): it then compiles and collects garbage on the main
- * thread, at points that do not depend on timing, and two runs of one build count within a few
- * tenths of a per cent of each other; without it, within 10 %.
+ * thread, at points that do not depend on timing. Runs of one build still fall into two groups
+ * (per write, 1.46-1.50 million instructions in four runs, 1.76-1.77 million in two): run each build
+ * several times.
  *
  * Instructions are not time: a cache miss costs no more instructions than a hit. Compare builds by
  * this figure where they differ in the work they do, not in how they lay out memory. `--root`
@@ -28,11 +29,11 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
-import autocannon from 'autocannon';
 import { spawnEmulator } from '../test/support/emulator.ts';
+import { cleanEnv } from '../test/support/service-process.ts';
 import { dataClient, writeRow } from './ceiling.ts';
-import { insertRequest, readRequest, v2ReadRequest, v2WriteRequest } from './http-load.ts';
-import { FAMILY, PRELOADED_ROWS, TABLE, newKeys, preloadedKey, randomExistingKey } from './workload.ts';
+import { runHttpLoad } from './http-load.ts';
+import { FAMILY, PRELOADED_ROWS, TABLE, newKeys, preloadedKey } from './workload.ts';
 
 const PROJECT = 'kvcrud-bench';
 const INSTANCE = 'bench-instance';
@@ -71,44 +72,17 @@ if (serverArgs.length === 0) throw new Error(`--server must be one of ${Object.k
 if (server !== 'kvcrud' && caseName !== 'insert' && caseName !== 'read') throw new Error(`the ${server} server answers only the insert and read cases`);
 if (!existsSync(join(root, 'dist/index.js'))) throw new Error(`${root}/dist/index.js is missing: npm run build there first`);
 
-const newKey = newKeys('instructions');
-function nextRequest() {
-  switch (caseName) {
-    case 'insert':
-      return insertRequest(INSTANCE, newKey());
-    case 'read':
-      return readRequest(INSTANCE, randomExistingKey());
-    case 'v2read':
-      return v2ReadRequest(STORE, INSTANCE, randomExistingKey());
-    case 'v2write':
-      return v2WriteRequest(STORE, INSTANCE, newKey());
-  }
-}
-
 /** Sends `amount` requests of the case; throws unless every one is answered 2xx. */
 async function load(baseUrl: string, amount: number): Promise<void> {
-  let failed = 0;
-  let finish: (error: Error | null) => void = () => {};
-  const finished = new Promise<void>((done, fail) => {
-    finish = (error) => (error === null ? done() : fail(error));
-  });
-  const instance = autocannon(
-    { url: baseUrl, connections, amount, timeout: 120, requests: [{ setupRequest: (request) => ({ ...request, ...nextRequest() }) }] },
-    (error: Error | null) => finish(error),
-  );
-  instance.on('response', (_client, status) => {
-    if (status < 200 || status >= 300) failed += 1;
-  });
-  instance.on('reqError', () => (failed += 1));
-  await finished;
-  if (failed > 0) throw new Error(`${failed} of ${amount} requests failed`);
+  // Under valgrind a request takes about 50 times as long as it does natively.
+  const result = await runHttpLoad({ baseUrl, store: STORE, instance: INSTANCE, caseName, connections, requests: amount, timeoutSeconds: 120, newKey: newKeys('instructions') });
+  if (result.errors > 0) throw new Error(`${result.errors} of ${amount} requests failed, the first: ${result.firstError ?? 'unknown'}`);
 }
 
 /** Starts the service under callgrind, counting nothing until asked (instrumentation off); resolves once it listens. */
 async function startService(emulatorHost: string, outDir: string): Promise<{ child: ChildProcess; baseUrl: string }> {
-  const env = { PATH: process.env['PATH'] ?? '', HOME: process.env['HOME'] ?? '/tmp', PORT: '0', GOOGLE_CLOUD_PROJECT: PROJECT, INSTANCE_IDS: INSTANCE, BIGTABLE_EMULATOR_HOST: emulatorHost,
-    // Under valgrind a request takes about 50 times as long: the default 5 s would cut some short.
-    STORE_TIMEOUT_MS: '120000' };
+  // Under valgrind a request takes about 50 times as long: the default 5 s store deadline would cut some short.
+  const env = cleanEnv({ PORT: '0', GOOGLE_CLOUD_PROJECT: PROJECT, INSTANCE_IDS: INSTANCE, BIGTABLE_EMULATOR_HOST: emulatorHost, STORE_TIMEOUT_MS: '120000' });
   // --trace-children: the service replaces itself (execve) with the heap flags it chooses.
   const child = spawn(
     'valgrind',
@@ -133,9 +107,8 @@ async function startService(emulatorHost: string, outDir: string): Promise<{ chi
 
 /**
  * The instructions callgrind counted in the dumps it wrote into `outDir`: in all, and on the main
- * thread (its files end in -01). The other threads are V8's compilers and collector helpers, the
- * SQLite threads of the embedded store, and libuv's pool: how much of its work V8 hands to them
- * varies more from run to run than the main thread's share.
+ * thread (its files end in -01). The other threads are V8's compilers and collector helpers and
+ * libuv's pool; with `--predictable` V8 keeps its work on the main thread.
  */
 function countedInstructions(outDir: string): { readonly all: number; readonly main: number } {
   let all = 0;
@@ -180,7 +153,7 @@ try {
   execFileSync('callgrind_control', ['--instr=on', pid], { stdio: 'ignore' });
   await load(service.baseUrl, requests);
   execFileSync('callgrind_control', ['--instr=off', pid], { stdio: 'ignore' });
-  execFileSync('callgrind_control', ['--dump', pid], { stdio: 'ignore' });
+  // callgrind writes what it counted as the service exits.
   await stop(service.child);
   const { all, main } = countedInstructions(outDir);
   const perRequest = (count: number) => Math.round(count / requests).toLocaleString('en');
@@ -191,5 +164,5 @@ try {
 } finally {
   await stop(service.child);
   emulator.process.kill();
-  if (process.env['KEEP'] === undefined) rmSync(outDir, { recursive: true, force: true });
+  rmSync(outDir, { recursive: true, force: true });
 }
