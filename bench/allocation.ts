@@ -32,6 +32,7 @@ const { values: args } = parseArgs({
     by: { type: 'string', default: 'package' },
     top: { type: 'string', default: '30' },
     who: { type: 'string' },
+    promoted: { type: 'boolean', default: false },
   },
 });
 const caseName = args.case as (typeof CASES)[number];
@@ -168,7 +169,8 @@ try {
   await session.call('HeapProfiler.startSampling', {
     samplingInterval: SAMPLING_INTERVAL_BYTES,
     includeObjectsCollectedByMajorGC: true,
-    includeObjectsCollectedByMinorGC: true,
+    // With --promoted, objects a scavenge collected drop out: what is left lived long enough to be moved to the old generation.
+    includeObjectsCollectedByMinorGC: !args.promoted,
   });
   await load(service.baseUrl, requests);
   const { profile } = (await session.call('HeapProfiler.stopSampling')) as { profile: { head: ProfileNode } };
