@@ -5,7 +5,7 @@ import { tmpdir, totalmem } from 'node:os';
 import { dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { expect } from 'chai';
-import { heapChoice } from '../../src/heap-size.ts';
+import { heapChoice, heapFlags } from '../../src/heap-size.ts';
 import { THREAD_RESOURCE_LIMITS } from '../../src/store/embedded/embedded-store.ts';
 import { ApiClient } from '../support/api-client.ts';
 import { emulatorHost } from '../support/emulator.ts';
@@ -233,7 +233,8 @@ describe('the service process', () => {
           const line = service.output.find((candidate) => candidate.includes('listening')) ?? '';
           // The environment the process replaced itself with.
           const environment = readFileSync(`/proc/${service.process.pid}/environ`, 'utf8').split('\0');
-          return { heap: (JSON.parse(line) as { heap: Record<string, unknown> }).heap, pid: service.process.pid, environment };
+          const argv = readFileSync(`/proc/${service.process.pid}/cmdline`, 'utf8').split('\0');
+          return { heap: (JSON.parse(line) as { heap: Record<string, unknown> }).heap, pid: service.process.pid, environment, argv };
         } finally {
           await service.stop();
         }
@@ -246,9 +247,12 @@ describe('the service process', () => {
         // The limit V8 reports is the old generation's plus the young generation's.
         expect(chosen.heap['heapLimitMiB']).to.be.within(expected.maxOldSpaceMiB, expected.maxOldSpaceMiB + 4 * expected.maxSemiSpaceMiB);
         expect(chosen.environment).to.include('MALLOC_MMAP_THRESHOLD_=131072');
+        expect(chosen.argv).to.include.members(heapFlags(expected));
+        expect(chosen.heap).to.include({ heapGrowingPercent: expected.heapGrowingPercent });
         const own = await startLine({ NODE_OPTIONS: '--max-old-space-size=700' });
         expect(own.heap).to.include({ heapChosenBy: 'NODE_OPTIONS or node flags' });
         expect(own.heap['heapLimitMiB']).to.be.within(700, 1000);
+        expect(own.argv.filter((argument) => argument.startsWith('--heap-growing-percent'))).to.deep.equal([]);
         const threshold = await startLine({ MALLOC_MMAP_THRESHOLD_: '1048576' });
         expect(threshold.environment).to.include('MALLOC_MMAP_THRESHOLD_=1048576');
       } finally {
