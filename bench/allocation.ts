@@ -1,13 +1,14 @@
 /**
  * `npm run build && node bench/allocation.ts [--store bigtable|embedded] [--case read|insert|v2read|v2write]
- * [--requests 8000] [--by package|function] [--top 30] [--who FUNCTION]`: the bytes the service allocates
+ * [--requests 8000] [--by package|function] [--top 30] [--who FUNCTION] [--promoted]`: the bytes the service allocates
  * per request, and where.
  *
  * Starts the built service (on a Bigtable emulator of its own, or the embedded store) with its
  * inspector on, warms it up, then samples its allocations with V8's sampling heap profiler, objects
  * already collected included, while `--requests` requests of the case run on 16 keep-alive
  * connections. Prints the total per request and the largest shares, by package (or module of the
- * service) or by function; `--who F` prints the call chains that allocate in functions named F.
+ * service) or by function; `--who F` prints the call chains that allocate in functions named F;
+ * `--promoted` counts only what outlived a scavenge.
  *
  * Unlike CPU time, the bytes allocated per request hardly move with what else the machine is doing,
  * so this is the figure to compare builds by on a shared machine. Each byte costs garbage collection
