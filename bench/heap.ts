@@ -1,7 +1,7 @@
 /**
- * `npm run build && node bench/heap.ts [--case insert|read|mix] [--duration 8] [--rounds 3]
- * [--connections 32] [--setting "LABEL=FLAGS"]... [--gc-log DIR]`: what the service's heap sizes cost in CPU and
- * memory under load.
+ * `npm run build && node bench/heap.ts [--case insert|read|mix] [--duration 8] [--warmup 3] [--rounds 3]
+ * [--connections 32] [--setting "LABEL=FLAGS"]... [--gc-log DIR]`: what the service's heap settings
+ * cost in CPU and memory under load.
  *
  * Starts one built service per setting, all on one Bigtable emulator of its own, and the naive
  * proxy beside them. Each round loads every server in turn with the same case (a warm-up, then
@@ -17,15 +17,15 @@
  * machine. `--gc-log DIR` writes each server's output, its `--trace-gc` lines included, to a file
  * of its own.
  */
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { spawnEmulator } from '../test/support/emulator.ts';
 import { type ServiceProcess, cleanEnv, runService } from '../test/support/service-process.ts';
 import { allocatorEnvironment } from '../src/heap-size.ts';
 import { runHttpLoad } from './http-load.ts';
-import { RssSampler } from './proc-stats.ts';
-import { type CaseName, FAMILY, PRELOADED_ROWS, TABLE, newKeys } from './workload.ts';
+import { RssSampler, cpuTimesMs } from './proc-stats.ts';
+import { type CaseName, FAMILY, PRELOADED_ROWS, TABLE, newKeys, preloadedKey } from './workload.ts';
 
 const { values: args } = parseArgs({
   options: {
@@ -42,18 +42,10 @@ const caseName = args.case as CaseName;
 if (!['insert', 'read', 'mix'].includes(caseName)) throw new Error('--case is insert, read or mix');
 const INSTANCE = 'bench-instance';
 const ROOT = new URL('../', import.meta.url).pathname;
-const TICKS_PER_SECOND = 100;
 
 interface Server {
   readonly label: string;
   readonly process: ServiceProcess;
-}
-
-/** User and system CPU time of a process so far, in ms (10 ms resolution). */
-function cpuOf(pid: number): { user: number; system: number } {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return { user: (Number(fields[11]) * 1000) / TICKS_PER_SECOND, system: (Number(fields[12]) * 1000) / TICKS_PER_SECOND };
 }
 
 /** The collections `--trace-gc` reported in these lines: count and pause milliseconds per kind. */
@@ -61,7 +53,8 @@ function collections(lines: readonly string[]): { scavenges: number; scavengeMs:
   const totals = { scavenges: 0, scavengeMs: 0, markCompacts: 0, markCompactMs: 0 };
   for (const line of lines) {
     // [123:0x55…]    4562 ms: Scavenge 61.2 (80.4) -> 45.1 (80.9) MB, pooled: 0 MB, 1.23 / 0.00 ms  (average mu = …
-    const match = /\d+ ms: (Scavenge|Mark-Compact|Minor Mark-Sweep)\b.*?MB, (?:pooled: [\d.]+ MB, )?([\d.]+) \/ ([\d.]+) ms/.exec(line);
+    // A young collection is a Scavenge, or a Minor Mark-Sweep under --minor-ms.
+    const match = /\d+ ms: (Scavenge|Mark-Compact|Minor Mark-Sweep)\b.*?MB, (?:pooled: [\d.]+ MB, )?([\d.]+) \/ [\d.]+ ms/.exec(line);
     if (match === null) continue;
     const pause = Number(match[2]);
     if (match[1] === 'Mark-Compact') {
@@ -82,8 +75,8 @@ try {
   for (const setting of args.setting) {
     const [label = '', flags = ''] = setting.split(/=(.*)/s);
     const nodeFlags = flags.split(' ').filter((flag) => flag !== '');
-    const process_ = await runService({ ...env, ...allocatorEnvironment({}) }, [process.execPath, '--trace-gc', ...nodeFlags, join(ROOT, 'dist/index.js')]);
-    servers.push({ label, process: process_ });
+    const service = await runService({ ...env, ...allocatorEnvironment({}) }, [process.execPath, '--trace-gc', ...nodeFlags, join(ROOT, 'dist/index.js')]);
+    servers.push({ label, process: service });
   }
   servers.push({ label: 'naive proxy', process: await runService(env, [process.execPath, '--trace-gc', join(ROOT, 'bench/naive-proxy.ts')]) });
 
@@ -96,8 +89,7 @@ try {
   });
   if (created.status !== 201) throw new Error(`createTable: ${created.status}`);
   let preloaded = 0;
-  const preloadKey = () => `order#${String(preloaded++).padStart(6, '0')}`;
-  await runHttpLoad({ baseUrl: first.process.baseUrl, store: 'bigtable', instance: INSTANCE, caseName: 'insert', connections: 8, requests: PRELOADED_ROWS, newKey: preloadKey });
+  await runHttpLoad({ baseUrl: first.process.baseUrl, store: 'bigtable', instance: INSTANCE, caseName: 'insert', connections: 8, requests: PRELOADED_ROWS, newKey: () => preloadedKey(preloaded++) });
 
   const connections = Number(args.connections);
   process.stdout.write(`${caseName}, ${connections} connections, ${args.duration} s per load; per request: user/system CPU µs; per 1,000 requests: GCs (ms in them)\n`);
@@ -107,12 +99,12 @@ try {
       const load = { baseUrl: server.process.baseUrl, store: 'bigtable', instance: INSTANCE, caseName, connections, newKey: newKeys(`heap-${round}`) };
       await runHttpLoad({ ...load, durationSeconds: Number(args.warmup) });
       const linesBefore = server.process.output.length;
-      const cpuBefore = cpuOf(pid);
+      const cpuBefore = cpuTimesMs(pid);
       const rss = new RssSampler(pid);
       rss.start();
       const result = await runHttpLoad({ ...load, durationSeconds: Number(args.duration) });
       const peakMb = rss.stop();
-      const cpuAfter = cpuOf(pid);
+      const cpuAfter = cpuTimesMs(pid);
       const gc = collections(server.process.output.slice(linesBefore));
       const requests = result.ok + result.errors;
       const per = (ms: number) => Math.round((ms * 1000) / requests);

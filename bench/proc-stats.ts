@@ -10,14 +10,18 @@ export function memoryOf(pid: number): { rssMb: number; peakMb: number } {
 /** Clock ticks per second of /proc/<pid>/stat times (USER_HZ); 100 on every Linux that matters. */
 const TICKS_PER_SECOND = 100;
 
-/** CPU time (user + system) a process has used so far, in milliseconds, at 10 ms resolution. */
-export function cpuTimeMs(pid: number): number {
+/** User and system CPU time a process has used so far, in milliseconds, at 10 ms resolution. */
+export function cpuTimesMs(pid: number): { user: number; system: number } {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
   // Fields after the command name (which may hold spaces) start with the state, field 3.
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  const utime = Number(fields[11]);
-  const stime = Number(fields[12]);
-  return ((utime + stime) * 1000) / TICKS_PER_SECOND;
+  return { user: (Number(fields[11]) * 1000) / TICKS_PER_SECOND, system: (Number(fields[12]) * 1000) / TICKS_PER_SECOND };
+}
+
+/** CPU time (user + system) a process has used so far, in milliseconds, at 10 ms resolution. */
+export function cpuTimeMs(pid: number): number {
+  const { user, system } = cpuTimesMs(pid);
+  return user + system;
 }
 
 /**
