@@ -13,8 +13,8 @@ const MIB = 1024 * 1024;
 /** With no memory limit (a laptop, a VM), the service sizes itself as for a 512 MiB container. */
 export const UNLIMITED_BUDGET_MIB = 512;
 
-/** The flags that choose the heap's size, whoever sets them (NODE_OPTIONS, the command line). */
-const HEAP_FLAGS = /--max-old-space-size|--max-semi-space-size|--max-heap-size/;
+/** The flags that choose the heap's size or growth, whoever sets them (NODE_OPTIONS, the command line). */
+const HEAP_FLAGS = /--max-old-space-size|--max-semi-space-size|--max-heap-size|--heap-growing-percent/;
 
 export interface HeapChoice {
   /** The memory the choice is made for, in MiB. */
@@ -66,7 +66,7 @@ export function heapChoice(constrainedBytes: number, totalBytes: number): HeapCh
   };
 }
 
-/** Whether the heap's size was chosen by whoever started the process. */
+/** Whether the heap's size or growth was chosen by whoever started the process. */
 export function heapSizeChosenBy(execArgv: readonly string[], nodeOptions: string | undefined): boolean {
   return execArgv.some((argument) => HEAP_FLAGS.test(argument)) || HEAP_FLAGS.test(nodeOptions ?? '');
 }

@@ -27,9 +27,10 @@ describe('heap sizing', () => {
     }
   });
 
-  it('leaves the heap alone when NODE_OPTIONS or a node flag sizes it', () => {
+  it('leaves the heap alone when NODE_OPTIONS or a node flag sizes it or sets its growth', () => {
     expect(heapSizeChosenBy([], '--max-old-space-size=1024')).to.equal(true);
     expect(heapSizeChosenBy(['--max-semi-space-size=4'], undefined)).to.equal(true);
+    expect(heapSizeChosenBy([], '--heap-growing-percent=20')).to.equal(true);
     expect(heapSizeChosenBy(['--enable-source-maps'], '--trace-warnings')).to.equal(false);
   });
 
