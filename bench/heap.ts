@@ -13,10 +13,10 @@
  * service as `npm start` runs it: it chooses its heap itself (src/heap-size.ts). Any flag that sizes
  * the heap or sets its growth replaces the whole choice, so give them all (`--max-old-space-size=256
  * --max-semi-space-size=16 --heap-growing-percent=100`). Every setting gets the C allocator's
- * threshold the service sets for itself (`MALLOC_MMAP_THRESHOLD_`), so that only the flags differ. Default settings: `own`; the
- * same sizes with V8's own growth of the old generation (`256/16`); and V8's default heap on this
- * machine. `--gc-log DIR` writes each server's output, its `--trace-gc` lines included, to a file
- * of its own.
+ * threshold the service sets for itself (`MALLOC_MMAP_THRESHOLD_`), so that only the flags differ.
+ * Default settings: `own`; the same sizes with V8's own growth of the old generation (`256/16`);
+ * and V8's default heap on this machine. `--gc-log DIR` writes each server's output, its
+ * `--trace-gc` lines included, to a file of its own.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';

@@ -47,8 +47,8 @@ const HEAP_GROWING_PERCENT = 60;
  * time and cut throughput to a fifth, so a smaller budget gets no less than 128 MiB.
  *
  * Up to 512 MiB of old space the old generation may also grow by 60 % of its live size between
- * major collections, not at most V8's 30-53 %. With 256 MiB, under 32 connections of writes on Bigtable,
- * that halved the major collections (0.59-0.67 to 0.29-0.33 per 1,000 requests, each marking the
+ * major collections, not at most V8's 30-53 %. With 256 MiB, under 32 connections of writes on
+ * Bigtable, that halved the major collections (0.59-0.67 to 0.29-0.33 per 1,000 requests, each marking the
  * whole live heap on a second core) and cut CPU per write by a median 10 % and per read by 17-21 %,
  * at a peak RSS of 248-291 MB instead of 231-263 (bench/heap.ts). Growth of 100 % cut a little more
  * but took peak RSS to 297-304 MB.
