@@ -128,6 +128,25 @@ describe('parseInPieces', () => {
     expect(value).to.deep.equal(JSON.parse(text));
     expect(turns, 'turns of the event loop during the parse').to.be.above(2);
   });
+  it('searches a long string for its end once, however many arrays and objects hold it', async () => {
+    const text = JSON.stringify({ a: [{ b: [{ c: 'x'.repeat(200_000), d: 1 }] }] });
+    const opening = text.indexOf('"xxx');
+    // eslint-disable-next-line @typescript-eslint/unbound-method -- called with its string below
+    const indexOf = String.prototype.indexOf;
+    let searches = 0;
+    String.prototype.indexOf = function (this: string, search: string, position?: number): number {
+      if (search === '"' && position === opening + 1 && this.length === text.length) searches += 1;
+      return indexOf.call(this, search, position);
+    };
+    let value: unknown;
+    try {
+      value = await walkInPieces(text, JSON.parse, 1000);
+    } finally {
+      String.prototype.indexOf = indexOf;
+    }
+    expect(searches, 'searches for the long string\'s closing quote').to.equal(1);
+    expect(value).to.deep.equal(JSON.parse(text));
+  });
   it('takes a long plain string as its text, a piece at a time, and any other long string as JSON.parse does', async () => {
     const plain = 'v✓'.repeat(3 * 1024 * 1024);
     const text = JSON.stringify({ columnValue: plain, after: [1, 'x'] });
