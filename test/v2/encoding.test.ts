@@ -1,4 +1,6 @@
+import { randomBytes } from 'node:crypto';
 import { expect } from 'chai';
+import { TALL_CHARS } from '../../src/http/tall-text.ts';
 import { useTestApp } from '../support/test-app.ts';
 import { createTable, problemOf, v2Paths } from '../support/v2.ts';
 
@@ -123,5 +125,29 @@ describe('v2 bytes: base64 and text', () => {
     for (const key of keys) expect(byKey.get(key), key).to.deep.include(expected(key));
     const inBase64 = await app().api.get(`${v2Paths(app()).rows('large')}/${b64url(Buffer.from('plain'))}?encoding=base64`);
     expect(inBase64.body.cells[0].value).to.equal(b64(Buffer.from(texts.plain as string)));
+  });
+
+  it('takes tall values, made into bytes a slice at a time, through write, mutate and batchWrite', async () => {
+    // A pair of surrogates across a slice's end, and base64 of bytes that are not UTF-8.
+    const text = `a${'😀'.repeat(TALL_CHARS / 2 + 1)}é`;
+    const binary = Buffer.concat([randomBytes(TALL_CHARS), bytes(0xff)]);
+    const rowsPath = v2Paths(app()).rows('tall');
+    await createTable(app(), 'tall', [{ name: 'cf' }]);
+    const requests: Array<[string, string, unknown]> = [
+      ['PUT', `${rowsPath}/written`, { cells: [{ family: 'cf', column: 'text', value: text }, { family: 'cf', column: b64(Buffer.from('binary')), value: b64(binary), encoding: 'base64' }] }],
+      ['POST', `${rowsPath}/mutated:mutate`, { mutations: [{ set: { family: 'cf', column: 'text', value: text } }, { set: { family: 'cf', column: b64(Buffer.from('binary')), value: b64(binary), encoding: 'base64' } }] }],
+      ['POST', `${rowsPath}:batchWrite`, { entries: [{ key: 'batched', mutations: [{ set: { family: 'cf', column: 'text', value: text } }, { set: { family: 'cf', column: b64(Buffer.from('binary')), value: b64(binary), encoding: 'base64' } }] }] }],
+    ];
+    for (const [method, path, json] of requests) {
+      const { status, body } = await app().api.request(method, path, { json });
+      expect(status, `${method} ${path}: ${JSON.stringify(body)}`).to.equal(200);
+    }
+    for (const key of ['written', 'mutated', 'batched']) {
+      const { status, body } = await app().api.get(`${rowsPath}/${key}`);
+      expect(status, key).to.equal(200);
+      const cells = new Map(body.cells.map((cell: { column: string }) => [cell.column, cell]));
+      expect(cells.get('text'), key).to.deep.include({ value: text });
+      expect(cells.get(b64(Buffer.from('binary'))), key).to.deep.include({ value: b64(binary), encoding: 'base64' });
+    }
   });
 });

@@ -2,6 +2,7 @@ import { isUtf8 } from 'node:buffer';
 import { formatTimestamp } from '../../service/timestamps.ts';
 import type { Cell } from '../../store/store.ts';
 import { type JsonText, base64Value, markedFor, utf8Value } from '../json-answer.ts';
+import type { TextEncoding } from '../tall-text.ts';
 
 /**
  * The API's cell shape. Column names and values are UTF-8 text, or, when `encoding` is "base64",
@@ -21,10 +22,18 @@ export interface CellOutput extends Omit<CellInput, 'columnValue'> {
   readonly timestamp: string;
 }
 
-/** The bytes a cell's column name and value stand for. Input must have passed validation. */
-export function cellBytes(cell: CellInput): { column: Buffer; value: Buffer } {
-  const encoding = cell.encoding === 'base64' ? 'base64' : 'utf8';
-  return { column: Buffer.from(cell.columnName, encoding), value: Buffer.from(cell.columnValue, encoding) };
+/** How a cell carries its column name and value: base64 when it says so, else text. */
+export function cellEncoding(cell: CellInput): TextEncoding {
+  return cell.encoding === 'base64' ? 'base64' : 'utf8';
+}
+
+/**
+ * The bytes a cell's column name and value stand for; the value's come from `tallValue` when given
+ * (tall-text.ts). Input must have passed validation.
+ */
+export function cellBytes(cell: CellInput, tallValue?: Buffer): { column: Buffer; value: Buffer } {
+  const encoding = cellEncoding(cell);
+  return { column: Buffer.from(cell.columnName, encoding), value: tallValue ?? Buffer.from(cell.columnValue, encoding) };
 }
 
 /**

@@ -8,8 +8,9 @@ import { isLarge, mapInSlices, nextTurn } from '../../service/slices.ts';
 import { shorten } from '../../service/text.ts';
 import type { AppState } from '../app-state.ts';
 import { authorize } from '../middleware/authorize.ts';
+import { tallTextBytes } from '../tall-text.ts';
 import { type Operation, type Services, defineOperation } from '../operations/operation.ts';
-import { cellBytes, toCellOutput } from './cells.ts';
+import { cellBytes, cellEncoding, toCellOutput } from './cells.ts';
 import * as schemas from './schemas.ts';
 
 /** Codes any v1 operation may answer with. */
@@ -96,7 +97,8 @@ export const V1_OPERATIONS: readonly Operation[] = [
     },
     errors: ['TABLE_NOT_FOUND', 'COLUMN_FAMILY_NOT_FOUND'],
     handle: async ({ params, body }, { services, signal }) => {
-      const cells = await mapInSlices(body.data, (cell): MutationInput => ({ type: 'set', family: cell.columnFamily, ...cellBytes(cell) }));
+      const tall = await tallTextBytes(body.data, (cell) => cell.columnValue, cellEncoding);
+      const cells = await mapInSlices(body.data, (cell): MutationInput => ({ type: 'set', family: cell.columnFamily, ...cellBytes(cell, tall.get(cell)) }));
       await services.rows.mutate(tableTarget(services, params, body.tableName), Buffer.from(body.rowKeyId, 'utf8'), cells, INSERT_FIELDS, { signal });
       return { instanceID: params.instanceID, tableName: body.tableName, rowKeyId: body.rowKeyId, cellsWritten: cells.length };
     },

@@ -3,6 +3,7 @@ import type { MutationFields, MutationInput } from '../../service/rows.ts';
 import { forEachInSlices } from '../../service/slices.ts';
 import { parseTimestamp } from '../../service/timestamps.ts';
 import type { FamilySpec } from '../../store/store.ts';
+import { type TextEncoding, tallTextBytes } from '../tall-text.ts';
 import { bodyBytes } from './bytes.ts';
 import type { CellBody, FamilyBody, MutationBody } from './schemas.ts';
 
@@ -20,20 +21,35 @@ export function familySpec(family: FamilyBody): FamilySpec {
   };
 }
 
-/** A cell of a write as the set mutation it is. */
-export function setOf(cell: CellBody, base64: boolean): MutationInput {
-  const bytes = base64 || cell.encoding === 'base64';
+/** How a cell of a write carries its column and value: base64 when the request or the cell says so, else text. */
+function cellEncoding(cell: CellBody, base64: boolean): TextEncoding {
+  return base64 || cell.encoding === 'base64' ? 'base64' : 'utf8';
+}
+
+/** The bytes of the tall values among `cells` (tall-text.ts), made a slice at a time, for setOf. */
+export function tallValues(cells: readonly CellBody[], base64: boolean): Promise<ReadonlyMap<CellBody, Buffer>> {
+  return tallTextBytes(cells, (cell) => cell.value, (cell) => cellEncoding(cell, base64));
+}
+
+/** The cells the set mutations among `mutations` write. */
+export function setCells(mutations: readonly MutationBody[]): CellBody[] {
+  return mutations.flatMap((mutation) => ('set' in mutation ? [mutation.set] : []));
+}
+
+/** A cell of a write as the set mutation it is; its value's bytes come from `tall` when they are there (tallValues). */
+export function setOf(cell: CellBody, base64: boolean, tall?: ReadonlyMap<CellBody, Buffer>): MutationInput {
+  const encoding = cellEncoding(cell, base64);
   return {
     type: 'set',
     family: cell.family,
-    column: bodyBytes(cell.column, bytes),
-    value: bodyBytes(cell.value, bytes),
+    column: bodyBytes(cell.column, encoding === 'base64'),
+    value: tall?.get(cell) ?? bodyBytes(cell.value, encoding === 'base64'),
     timestampMicros: cell.timestamp === undefined ? undefined : parseTimestamp(cell.timestamp),
   };
 }
 
-export function mutationOf(mutation: MutationBody, base64: boolean): MutationInput {
-  if ('set' in mutation) return setOf(mutation.set, base64);
+export function mutationOf(mutation: MutationBody, base64: boolean, tall?: ReadonlyMap<CellBody, Buffer>): MutationInput {
+  if ('set' in mutation) return setOf(mutation.set, base64, tall);
   if ('deleteColumn' in mutation) {
     const { family, column, encoding } = mutation.deleteColumn;
     return { type: 'deleteColumn', family, column: bodyBytes(column, base64 || encoding === 'base64') };

@@ -5,7 +5,7 @@ import { isLarge, mapInSlices, nextTurn } from '../../service/slices.ts';
 import { shorten } from '../../service/text.ts';
 import { type Operation, defineOperation } from '../operations/operation.ts';
 import { bodyBytes, columnSelector, inBase64, renderCell, renderKey, renderRow, urlBytes, withCells } from './bytes.ts';
-import { cellFields, familySpec, mutationFields, mutationOf, requireDistinctCells, setOf } from './mapping.ts';
+import { cellFields, familySpec, mutationFields, mutationOf, requireDistinctCells, setCells, setOf, tallValues } from './mapping.ts';
 import * as schemas from './schemas.ts';
 
 /** Codes any v2 operation may answer with. */
@@ -167,7 +167,8 @@ export const V2_OPERATIONS: readonly Operation[] = [
     handle: async ({ params, query, body }, { services, signal }) => {
       const base64 = inBase64(query);
       const key = urlBytes(params.key, base64);
-      const cells = await mapInSlices(body.cells, (cell) => setOf(cell, base64));
+      const tall = await tallValues(body.cells, base64);
+      const cells = await mapInSlices(body.cells, (cell) => setOf(cell, base64, tall));
       await requireDistinctCells(cells);
       await services.rows.mutate(target(params), key, cells, cellFields('key'), { signal });
       return { key: renderKey(key, base64).key, cellsWritten: cells.length };
@@ -223,7 +224,8 @@ export const V2_OPERATIONS: readonly Operation[] = [
     handle: async ({ params, query, body }, { services, signal }) => {
       const base64 = inBase64(query);
       const key = urlBytes(params.key, base64);
-      const mutations = await mapInSlices(body.mutations, (mutation) => mutationOf(mutation, base64));
+      const tall = await tallValues(setCells(body.mutations), base64);
+      const mutations = await mapInSlices(body.mutations, (mutation) => mutationOf(mutation, base64, tall));
       const applied = await services.rows.mutate(target(params), key, mutations, mutationFields('key', 'mutations', body.mutations), { signal });
       return { key: renderKey(key, base64).key, mutationsApplied: applied };
     },
@@ -331,9 +333,10 @@ export const V2_OPERATIONS: readonly Operation[] = [
     errors: ON_TABLE,
     handle: async ({ params, query, body }, { services, signal }) => {
       const base64 = inBase64(query);
+      const tall = await tallValues(setCells(body.entries.flatMap((entry) => entry.mutations)), base64);
       const entries = body.entries.map((entry, index) => ({
         key: bodyBytes(entry.key, base64 || entry.encoding === 'base64'),
-        mutations: entry.mutations.map((mutation) => mutationOf(mutation, base64)),
+        mutations: entry.mutations.map((mutation) => mutationOf(mutation, base64, tall)),
         fields: mutationFields(`entries[${index}].key`, `entries[${index}].mutations`, entry.mutations),
       }));
       const results = await services.rows.mutateMany(target(params), entries, { signal });
