@@ -28,34 +28,82 @@ const BASE64_BLOCK_BYTES = 48 * 1024;
 /** The bytes that JSON escapes in a string: the quote, the backslash and the control characters. */
 const ESCAPED_BYTES = [0x22, 0x5c, ...Array.from({ length: 0x20 }, (_, byte) => byte)];
 
+/** How JSON.stringify writes each byte it escapes: the short escapes, else \u00xx. */
+const ESCAPES: ReadonlyMap<number, Buffer> = new Map(ESCAPED_BYTES.map((byte) => [byte, Buffer.from(JSON.stringify(String.fromCharCode(byte)).slice(1, -1), 'latin1')]));
+
+/**
+ * A block of UTF-8 text as JSON writes it between quotes. Every byte JSON escapes is ASCII, and no
+ * byte of a character of two or more is ASCII, so the block is escaped byte by byte, wherever it
+ * was cut.
+ */
+function escapedJson(block: Buffer): Buffer {
+  const parts: Buffer[] = [];
+  let from = 0;
+  for (let index = 0; index < block.length; index++) {
+    const escape = ESCAPES.get(block[index] as number);
+    if (escape === undefined) continue;
+    if (from < index) parts.push(block.subarray(from, index));
+    parts.push(escape);
+    from = index + 1;
+  }
+  if (from < block.length) parts.push(block.subarray(from));
+  return Buffer.concat(parts);
+}
+
 /** Marks an object of an answer that holds a JsonText, itself or deeper (markHoldsJsonText). */
 const HOLDS_JSON_TEXT = Symbol('holds JsonText');
 
 /**
- * JsonText is a string of an answer kept as its UTF-8 bytes, which JSON holds as they are between
- * quotes, and which setJsonAnswer sends without making a string of them: a large value as text, or
- * in base64. A 256 KiB value made into
- * a string, then into JSON, then back into bytes cost about 0.9 ms of CPU and three copies; as is,
- * it costs a check for the bytes JSON escapes. Wherever else it is serialized, it is that string.
+ * JsonText is a string of an answer kept as its UTF-8 bytes, which setJsonAnswer sends without
+ * making a string of them: a large value as text, or in base64. A 256 KiB value made into a
+ * string, then into JSON, then back into bytes cost about 0.9 ms of CPU and three copies; as is,
+ * it costs a look for the bytes JSON escapes, made block by block as it is sent (jsonBlocks), with
+ * other work served between blocks. Wherever else it is serialized, it is that string.
  */
 export class JsonText {
   readonly bytes: Buffer;
+  /** Whether the bytes may hold some that JSON escapes (text), or surely not (base64). */
+  readonly #mayEscape: boolean;
 
-  private constructor(bytes: Buffer) {
+  private constructor(bytes: Buffer, mayEscape: boolean) {
     this.bytes = bytes;
+    this.#mayEscape = mayEscape;
   }
 
-  /** The bytes as text, when they are long, valid UTF-8 and hold nothing JSON escapes; else undefined. */
+  /** The bytes as text, when they are long and valid UTF-8; else undefined. */
   static utf8(bytes: Buffer): JsonText | undefined {
     if (bytes.length < JSON_TEXT_MIN_BYTES || !isUtf8(bytes)) return undefined;
-    // Each search is a native scan, far cheaper than making the string and its JSON. They run a
-    // block at a time so that the bytes come from memory once: all 34 over a 32 MiB value at once
-    // took 64-83 ms, against 25 for making its string.
-    for (let start = 0; start < bytes.length; start += SCAN_BLOCK_BYTES) {
-      const block = bytes.subarray(start, start + SCAN_BLOCK_BYTES);
-      for (const byte of ESCAPED_BYTES) if (block.includes(byte)) return undefined;
+    return new JsonText(bytes, true);
+  }
+
+  /**
+   * The JSON of the text between its quotes, as JSON.stringify writes it, a block at a time; other
+   * work gets a turn between blocks when `turns` says the slice has had its time. Blocks with
+   * nothing to escape are the bytes themselves.
+   */
+  async *jsonBlocks(turns: Turns): AsyncGenerator<Buffer> {
+    if (!this.#mayEscape) {
+      yield this.bytes;
+      return;
     }
-    return new JsonText(bytes);
+    let plainFrom = 0;
+    for (let start = 0; start < this.bytes.length; start += SCAN_BLOCK_BYTES) {
+      const block = this.bytes.subarray(start, start + SCAN_BLOCK_BYTES);
+      // Each search is a native scan, far cheaper than making the string and its JSON. They run a
+      // block at a time so that the bytes come from memory once: all 34 over a 32 MiB value at
+      // once took 64-83 ms, against 25 for making its string.
+      if (ESCAPED_BYTES.some((byte) => block.includes(byte))) {
+        if (plainFrom < start) yield this.bytes.subarray(plainFrom, start);
+        yield escapedJson(block);
+        plainFrom = start + block.length;
+      }
+      if (turns.due()) {
+        if (plainFrom < start + block.length) yield this.bytes.subarray(plainFrom, start + block.length);
+        plainFrom = start + block.length;
+        await turns.next();
+      }
+    }
+    if (plainFrom < this.bytes.length) yield this.bytes.subarray(plainFrom);
   }
 
   /**
@@ -73,7 +121,7 @@ export class JsonText {
     for (let start = 0; start < bytes.length; start += BASE64_BLOCK_BYTES) {
       length += text.write(bytes.subarray(start, start + BASE64_BLOCK_BYTES).toString('base64'), length, 'latin1');
     }
-    return new JsonText(text);
+    return new JsonText(text, false);
   }
 
   toJSON(): string {
@@ -142,7 +190,7 @@ function inPieces(value: unknown): value is Record<string, unknown> {
 }
 
 /** The JSON text of `value`, in the order JSON.stringify writes it: its lists item by item, and JsonText as bytes. */
-function* piecesOf(value: Record<string, unknown>): Generator<string | Buffer> {
+function* piecesOf(value: Record<string, unknown>): Generator<string | JsonText> {
   yield '{';
   let separator = '';
   for (const [key, member] of Object.entries(value)) {
@@ -172,10 +220,10 @@ function* piecesOf(value: Record<string, unknown>): Generator<string | Buffer> {
  * jsonPieces writes `value` as JSON.stringify does, byte for byte, but a JsonText as its bytes.
  * `value` has JSON (JSON.stringify does not answer undefined for it). Exported for its test.
  */
-export function* jsonPieces(value: unknown): Generator<string | Buffer> {
+export function* jsonPieces(value: unknown): Generator<string | JsonText> {
   if (value instanceof JsonText) {
     yield '"';
-    yield value.bytes;
+    yield value;
     yield '"';
     return;
   }
@@ -210,20 +258,20 @@ function hasJson(value: unknown): boolean {
   return value !== undefined && typeof value !== 'function' && typeof value !== 'symbol';
 }
 
-/** A chunk of the answer: text, and the bytes of a JsonText that follow it, if it ended there. */
+/** A chunk of the answer: text, and the JsonText that follows it, if it ended there. */
 interface Chunk {
   readonly text: string;
-  readonly bytes?: Buffer;
+  readonly json?: JsonText;
   readonly done: boolean;
 }
 
 /** The next CHUNK_CHARS or so of text, or what is left of it, and whether that was the last; it ends after a JsonText's bytes. */
-function nextChunk(pieces: Iterator<string | Buffer>, turns: Turns): Chunk {
+function nextChunk(pieces: Iterator<string | JsonText>, turns: Turns): Chunk {
   let text = '';
   for (let count = 1; ; count++) {
     const piece = pieces.next();
     if (piece.done === true) return { text, done: true };
-    if (typeof piece.value !== 'string') return { text, bytes: piece.value, done: false };
+    if (typeof piece.value !== 'string') return { text, json: piece.value, done: false };
     text += piece.value;
     // Time is checked too, every 64 pieces: many items may be slow to render.
     if (text.length >= CHUNK_CHARS || ((count & 63) === 0 && text.length >= MIN_CUT_CHARS && turns.due())) {
@@ -233,11 +281,11 @@ function nextChunk(pieces: Iterator<string | Buffer>, turns: Turns): Chunk {
 }
 
 /** The answer's chunks as UTF-8 bytes, each rendered in a turn of its own. */
-async function* chunks(first: Chunk, pieces: Iterator<string | Buffer>, turns: Turns): AsyncGenerator<Buffer> {
+async function* chunks(first: Chunk, pieces: Iterator<string | JsonText>, turns: Turns): AsyncGenerator<Buffer> {
   let chunk = first;
   for (;;) {
     if (chunk.text !== '') yield Buffer.from(chunk.text);
-    if (chunk.bytes !== undefined) yield chunk.bytes;
+    if (chunk.json !== undefined) yield* chunk.json.jsonBlocks(turns);
     if (chunk.done) return;
     await turns.next();
     chunk = nextChunk(pieces, turns);

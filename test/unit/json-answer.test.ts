@@ -5,6 +5,8 @@ import { expect } from 'chai';
 import fc from 'fast-check';
 import Koa from 'koa';
 import { JsonText, jsonPieces, markHoldsJsonText, setJsonAnswer } from '../../src/http/json-answer.ts';
+import { Turns } from '../../src/store/turns.ts';
+import { TurnCounter } from '../support/turns.ts';
 
 const KIB = 1024;
 
@@ -13,9 +15,28 @@ function longText(text: string, bytes = 64 * KIB): Buffer {
   return Buffer.from(text.repeat(Math.ceil(bytes / Buffer.byteLength(text))));
 }
 
+/** Turns whose every slice has had its time, so that each block is followed by a turn. */
+class EveryTime extends Turns {
+  override due(): boolean {
+    return true;
+  }
+}
+
+/** The JSON blocks of a JsonText, with a turn after each. */
+async function blocksOf(text: JsonText): Promise<Buffer[]> {
+  const blocks: Buffer[] = [];
+  for await (const block of text.jsonBlocks(new EveryTime())) blocks.push(block);
+  return blocks;
+}
+
 /** The pieces of jsonPieces(value), joined as bytes. */
-function joined(value: unknown): Buffer {
-  return Buffer.concat([...jsonPieces(value)].map((piece) => (typeof piece === 'string' ? Buffer.from(piece) : piece)));
+async function joined(value: unknown): Promise<Buffer> {
+  const parts: Buffer[] = [];
+  for (const piece of jsonPieces(value)) {
+    if (typeof piece === 'string') parts.push(Buffer.from(piece));
+    else parts.push(...(await blocksOf(piece)));
+  }
+  return Buffer.concat(parts);
 }
 
 /**
@@ -102,7 +123,9 @@ describe('setJsonAnswer: JSON answers, large ones rendered a piece at a time', (
   });
 
   it('sends JsonText as its own bytes, in items marked as holding it, as JSON.stringify would', async () => {
-    const texts = [longText('x'), longText('é✓\u2028\u007f ok '), longText('y', 300 * KIB)].map((bytes) => JsonText.utf8(bytes) as JsonText);
+    const escaping = longText('z', 300 * KIB);
+    escaping.write('"\\\n\u0001', 32 * KIB - 2);
+    const texts = [longText('x'), longText('é✓\u2028\u007f ok '), longText('y', 300 * KIB), escaping].map((bytes) => JsonText.utf8(bytes) as JsonText);
     const rows = texts.map((value, index) => markHoldsJsonText({ key: `row ${index}`, cells: [markHoldsJsonText({ family: 'cf', value, timestamp: 't' })] }));
     for (const value of [{ rows, nextPageToken: 'tok' }, { key: 'one', cells: rows[1]?.cells }]) {
       const { response, bytes } = await answerOf(value);
@@ -111,27 +134,38 @@ describe('setJsonAnswer: JSON answers, large ones rendered a piece at a time', (
     }
   });
 
-  it('keeps as JsonText only long, valid UTF-8 that JSON holds as it is', () => {
-    expect(JsonText.utf8(longText('x'))).to.be.instanceOf(JsonText);
+  it('keeps long, valid UTF-8 as JsonText, and writes what JSON escapes in it as JSON.stringify does', async () => {
+    const plain = JsonText.utf8(longText('x')) as JsonText;
+    expect(plain).to.be.instanceOf(JsonText);
     expect(JsonText.utf8(longText('x').subarray(1)), 'one byte short').to.equal(undefined);
-    for (const escaped of ['"', '\\', '\n', '\u0000', '\u001f']) {
-      const bytes = longText('x');
-      bytes.write(escaped, 1000);
-      expect(JsonText.utf8(bytes), JSON.stringify(escaped)).to.equal(undefined);
-    }
     const invalid = longText('x');
     invalid[5] = 0xff;
     expect(JsonText.utf8(invalid), 'not UTF-8').to.equal(undefined);
-    const text = longText('a');
-    expect(JSON.stringify({ text: JsonText.utf8(text) })).to.equal(JSON.stringify({ text: text.toString() }));
+    // Nothing to escape: the blocks are the very bytes.
+    expect((await blocksOf(plain)).every((block) => block.buffer === plain.bytes.buffer)).to.equal(true);
+    const escapes = ['"', '\\', '\n', '\r', '\t', '\b', '\f', '\u0000', '\u001f', '\u007f', '\u2028'];
+    // Escapes at the start, on either side of a block's end (32 KiB), among characters of several bytes, and at the end.
+    const text = Buffer.from(['"', 'x'.repeat(32 * KIB - 2), '\\', '\n', 'é✓ '.repeat(20 * KIB), '\u0001', '✓'.repeat(10 * KIB), '\u2028\u007f\t', 'y'.repeat(40 * KIB), '\u001f'].join(''));
+    for (const bytes of [...escapes.map((escape) => Buffer.concat([longText('x'), Buffer.from(escape)])), text]) {
+      const json = JsonText.utf8(bytes) as JsonText;
+      expect((await joined({ value: json })).toString(), JSON.stringify(bytes.subarray(-4).toString())).to.equal(JSON.stringify({ value: bytes.toString() }));
+    }
+    expect(JSON.stringify({ text: plain })).to.equal(JSON.stringify({ text: plain.bytes.toString() }));
   });
 
-  it('keeps long bytes in base64 as JsonText, whatever they hold', () => {
+  it('lets other work run while it looks through a tall text for what JSON escapes', async () => {
+    const counter = new TurnCounter();
+    const blocks = await blocksOf(JsonText.utf8(longText('x', 1024 * KIB)) as JsonText);
+    expect(Buffer.concat(blocks).equals(longText('x', 1024 * KIB))).to.equal(true);
+    expect(counter.stop(), 'turns').to.be.above(2);
+  });
+
+  it('keeps long bytes in base64 as JsonText, whatever they hold', async () => {
     const bytes = Buffer.from(Array.from({ length: 64 * KIB }, (_, index) => (index * 7) % 256));
     expect(JsonText.base64(bytes.subarray(1)), 'one byte short').to.equal(undefined);
     const encoded = JsonText.base64(bytes) as JsonText;
     expect(encoded.bytes.toString('latin1')).to.equal(bytes.toString('base64'));
-    expect(joined({ value: encoded }).toString()).to.equal(JSON.stringify({ value: bytes.toString('base64') }));
+    expect((await joined({ value: encoded })).toString()).to.equal(JSON.stringify({ value: bytes.toString('base64') }));
     // Made a block of 48 KiB at a time: lengths at and around block ends, with and without padding.
     for (const length of [96 * KIB - 1, 96 * KIB, 96 * KIB + 1, 96 * KIB + 2, 1000 * KIB + 5]) {
       const long = randomBytes(length);
@@ -140,7 +174,7 @@ describe('setJsonAnswer: JSON answers, large ones rendered a piece at a time', (
     }
   });
 
-  it('writes any value as JSON.stringify does, byte for byte, and JsonText as the very bytes it holds', () => {
+  it('writes any value as JSON.stringify does, byte for byte, and JsonText as the very bytes it holds', async () => {
     const text = JsonText.utf8(longText('ok✓')) as JsonText;
     const leaf = fc.oneof(
       fc.jsonValue({ maxDepth: 2 }),
@@ -149,11 +183,11 @@ describe('setJsonAnswer: JSON answers, large ones rendered a piece at a time', (
     const values = fc.letrec<{ value: unknown }>((tie) => ({
       value: fc.oneof({ depthSize: 'small' }, leaf, fc.array(tie('value')), fc.dictionary(fc.string(), tie('value'))),
     })).value.filter((value) => JSON.stringify(value) !== undefined);
-    fc.assert(
-      fc.property(values, (value) => {
-        expect(joined(value).equals(Buffer.from(JSON.stringify(value)))).to.equal(true);
+    await fc.assert(
+      fc.asyncProperty(values, async (value) => {
+        expect((await joined(value)).equals(Buffer.from(JSON.stringify(value)))).to.equal(true);
       }),
     );
-    expect([...jsonPieces({ value: text })].some((piece) => piece === text.bytes)).to.equal(true);
+    expect([...jsonPieces({ value: text })].some((piece) => piece === text)).to.equal(true);
   });
 });
