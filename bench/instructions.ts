@@ -1,9 +1,9 @@
 /**
  * `npm run build && node bench/instructions.ts [--case insert|read|v2read|v2write] [--requests 2000]
- * [--warmup 1500] [--connections 8] [--root DIR] [--server kvcrud|naive|floor|koa-floor]`: the
- * machine instructions the service (or with `--server`, the naive proxy or a floor server of
- * `npm run bench`) executes per request, counted by valgrind's callgrind, on a Bigtable emulator of
- * its own.
+ * [--warmup 1500] [--connections 8] [--root DIR] [--server kvcrud|naive|floor|koa-floor]
+ * [--node-flags=F]`: the machine instructions the service (or with `--server`, the naive proxy or a
+ * floor server of `npm run bench`) executes per request, counted by valgrind's callgrind, on a
+ * Bigtable emulator of its own.
  *
  * On a shared VM the CPU time of the same request moves by 30 % or more from one minute to the
  * next, so two builds whose costs differ by a few per cent cannot be told apart by `npm run bench`.
