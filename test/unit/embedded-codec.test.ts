@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { MessageChannel, receiveMessageOnPort } from 'node:worker_threads';
-import { ATTACH_MIN_BYTES, Decoder, Encoder } from '../../src/store/embedded/codec.ts';
+import { ATTACH_MIN_BYTES, COPY_PIECE_BYTES, Decoder, Encoder } from '../../src/store/embedded/codec.ts';
 import { requestsOf, writeHeader } from '../../src/store/embedded/protocol.ts';
 
 /** `length` bytes of a pattern that tells one value from another. */
@@ -90,6 +90,22 @@ describe('the embedded store thread codec', () => {
     const decoder = new Decoder(buffer);
     expect(decoder.u32()).to.equal(7);
     expect(Buffer.from(decoder.bytes()).equals(Buffer.from(value))).to.equal(true);
+  });
+
+  it('copies a tall value a piece at a time, yielding between pieces, into what bytes() would write', () => {
+    for (const length of [COPY_PIECE_BYTES, COPY_PIECE_BYTES + 1, 3 * COPY_PIECE_BYTES - 1]) {
+      const value = pattern(length, length % 7);
+      const inPieces = new Encoder();
+      inPieces.u32(7);
+      const yields = [...inPieces.bytesInPieces(value)].length;
+      inPieces.u32(9);
+      expect(yields, `yields for ${length} bytes`).to.equal(Math.ceil(length / COPY_PIECE_BYTES) - 1);
+      const whole = new Encoder();
+      whole.u32(7);
+      whole.bytes(value);
+      whole.u32(9);
+      expect(Buffer.from(inPieces.finish()).equals(Buffer.from(whole.finish())), `${length} bytes`).to.equal(true);
+    }
   });
 
   it('cuts a message whose unused room is more than an eighth of it', () => {

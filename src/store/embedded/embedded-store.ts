@@ -16,7 +16,7 @@ import type {
   TableRef,
   TableSchema,
 } from '../store.ts';
-import type { Decoder, Encoder } from './codec.ts';
+import { COPY_PIECE_BYTES, type Decoder, type Encoder } from './codec.ts';
 import { EMBEDDED_CAPABILITIES, EMBEDDED_LIMITS } from './limits.ts';
 import { ProcessLock } from './process-lock.ts';
 import { CANCEL_SLOTS, Kind, MutationType, ScanFlag, decodeError, decodePolicyBound, encodePolicyBound } from './protocol.ts';
@@ -267,8 +267,12 @@ export class EmbeddedStore implements DataStore {
       },
     };
     let mutations = 0;
-    for (const entry of entries) mutations += entry.mutations.length;
-    if (mutations <= MUTATIONS_PER_PIECE) {
+    let tallValue = false;
+    for (const entry of entries) {
+      mutations += entry.mutations.length;
+      for (const mutation of entry.mutations) if (mutation.type === 'set' && mutation.value.byteLength > COPY_PIECE_BYTES) tallValue = true;
+    }
+    if (mutations <= MUTATIONS_PER_PIECE && !tallValue) {
       return this.#writer.request(Kind.mutate, options.deadline, (encoder) => {
         for (const piece of encodeMutations(encoder, ref, entries)) void piece;
       }, reader, options.signal);
@@ -400,7 +404,8 @@ function decodeSegments<C>(
 
 /**
  * Encodes `instance, table, u32 families, family*, u32 entries, (key, u32 mutations, mutation*)*`,
- * families by index; yields after every MUTATIONS_PER_PIECE mutations.
+ * families by index; yields after every MUTATIONS_PER_PIECE mutations, and between the pieces of
+ * a tall value (Encoder.bytesInPieces).
  */
 function* encodeMutations(encoder: Encoder, ref: TableRef, entries: readonly EncodableEntry[]): Generator<void> {
   encoder.string(ref.instance);
@@ -430,7 +435,7 @@ function* encodeMutations(encoder: Encoder, ref: TableRef, entries: readonly Enc
           encoder.u8(MutationType.set);
           encoder.u32(families.get(mutation.family) as number);
           encoder.bytes(mutation.column);
-          encoder.bytes(mutation.value);
+          yield* encoder.bytesInPieces(mutation.value);
           encoder.i64(mutation.timestampMicros);
           break;
         case 'deleteColumn':

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { expect } from 'chai';
 import { isStoreError } from '../../../src/store/errors.ts';
+import { COPY_PIECE_BYTES } from '../../../src/store/embedded/codec.ts';
 import { DATABASE_FILE, EmbeddedStore } from '../../../src/store/embedded/embedded-store.ts';
 import type { CallOptions, Mutation } from '../../../src/store/store.ts';
 
@@ -52,6 +53,16 @@ describe('EmbeddedStore', () => {
     expect(isStoreError((results[1] as PromiseRejectedResult).reason, 'NOT_FOUND')).to.equal(true);
     expect(await readRow(Buffer.from('b'), later())).to.equal(null);
     expect((await readRow(Buffer.from('c'), later()))?.[0]?.value.toString()).to.equal('c');
+  });
+
+  it('stores whole a tall value it copied into its message a piece at a time, with the cells around it', async () => {
+    const value = Buffer.from(Array.from({ length: 4 * COPY_PIECE_BYTES + 1 }, (_, index) => index % 251));
+    const set = (column: string, bytes: Buffer): Mutation => ({ type: 'set', family: 'cf', column: Buffer.from(column), value: bytes, timestampMicros: 1_000n });
+    await writeRow(Buffer.from('tall'), [set('a', Buffer.from('before')), set('b', value), set('c', Buffer.from('after'))], later());
+    const cells = await readRow(Buffer.from('tall'), later());
+    expect(cells?.map((each) => each.column.toString())).to.deep.equal(['a', 'b', 'c']);
+    expect(cells?.[1]?.value.equals(value)).to.equal(true);
+    expect(cells?.[2]?.value.toString()).to.equal('after');
   });
 
   it('skips a write whose deadline passed before its turn, with DEADLINE_EXCEEDED', async () => {
