@@ -267,11 +267,9 @@ export class EmbeddedStore implements DataStore {
       },
     };
     let mutations = 0;
-    let tallValue = false;
-    for (const entry of entries) {
-      mutations += entry.mutations.length;
-      for (const mutation of entry.mutations) if (mutation.type === 'set' && mutation.value.byteLength > COPY_PIECE_BYTES) tallValue = true;
-    }
+    for (const entry of entries) mutations += entry.mutations.length;
+    // A tall value goes as a large request too: it is copied into the message a piece per turn.
+    const tallValue = entries.some((entry) => entry.mutations.some((mutation) => mutation.type === 'set' && mutation.value.byteLength > COPY_PIECE_BYTES));
     if (mutations <= MUTATIONS_PER_PIECE && !tallValue) {
       return this.#writer.request(Kind.mutate, options.deadline, (encoder) => {
         for (const piece of encodeMutations(encoder, ref, entries)) void piece;
