@@ -1,3 +1,5 @@
+import { Turns } from '../../src/store/turns.ts';
+
 /**
  * Counts the turns of the event loop (one setImmediate callback each) from its making until
  * stop(): how often work in between let other work run. 0 when it never did.
@@ -24,5 +26,12 @@ export class TurnCounter {
   stop(): number {
     this.#counting = false;
     return this.#turns;
+  }
+}
+
+/** Turns whose every slice has had its time: work paced by it gives the event loop a turn after each piece. */
+export class EveryTurnDue extends Turns {
+  override due(): boolean {
+    return true;
   }
 }

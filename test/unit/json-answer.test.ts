@@ -5,8 +5,7 @@ import { expect } from 'chai';
 import fc from 'fast-check';
 import Koa from 'koa';
 import { JsonText, jsonPieces, markHoldsJsonText, setJsonAnswer } from '../../src/http/json-answer.ts';
-import { Turns } from '../../src/store/turns.ts';
-import { TurnCounter } from '../support/turns.ts';
+import { EveryTurnDue, TurnCounter } from '../support/turns.ts';
 
 const KIB = 1024;
 
@@ -15,17 +14,10 @@ function longText(text: string, bytes = 64 * KIB): Buffer {
   return Buffer.from(text.repeat(Math.ceil(bytes / Buffer.byteLength(text))));
 }
 
-/** Turns whose every slice has had its time, so that each block is followed by a turn. */
-class EveryTime extends Turns {
-  override due(): boolean {
-    return true;
-  }
-}
-
 /** The JSON blocks of a JsonText, with a turn after each. */
 async function blocksOf(text: JsonText): Promise<Buffer[]> {
   const blocks: Buffer[] = [];
-  for await (const block of text.jsonBlocks(new EveryTime())) blocks.push(block);
+  for await (const block of text.jsonBlocks(new EveryTurnDue())) blocks.push(block);
   return blocks;
 }
 

@@ -1,15 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { expect } from 'chai';
 import { TALL_CHARS, tallTextBytes, textBytes } from '../../src/http/tall-text.ts';
-import { Turns } from '../../src/store/turns.ts';
-import { TurnCounter } from '../support/turns.ts';
-
-/** Turns whose every slice has had its time, so that each slice is followed by a turn. */
-class EveryTime extends Turns {
-  override due(): boolean {
-    return true;
-  }
-}
+import { EveryTurnDue, TurnCounter } from '../support/turns.ts';
 
 describe('tall text', () => {
   it('gives the bytes Buffer.from gives, for text of every kind, cut anywhere', async () => {
@@ -23,22 +15,22 @@ describe('tall text', () => {
       'short é',
     ];
     for (const text of texts) {
-      const bytes = await textBytes(text, 'utf8', new EveryTime());
+      const bytes = await textBytes(text, 'utf8', new EveryTurnDue());
       expect(bytes.equals(Buffer.from(text, 'utf8')), `${text.length} characters from ${JSON.stringify(text.slice(0, 4))}`).to.equal(true);
     }
     for (const length of [3 * TALL_CHARS, 3 * TALL_CHARS + 1, 3 * TALL_CHARS + 2, 10]) {
       const data = randomBytes(length);
-      const bytes = await textBytes(data.toString('base64'), 'base64', new EveryTime());
+      const bytes = await textBytes(data.toString('base64'), 'base64', new EveryTurnDue());
       expect(bytes.equals(data), `base64 of ${length} bytes`).to.equal(true);
     }
   });
 
   it('lets other work run while it makes a tall text into bytes, and not for a short one', async () => {
     let counter = new TurnCounter();
-    await textBytes('x'.repeat(4 * TALL_CHARS), 'utf8', new EveryTime());
+    await textBytes('x'.repeat(4 * TALL_CHARS), 'utf8', new EveryTurnDue());
     expect(counter.stop(), 'turns during a tall text').to.be.above(2);
     counter = new TurnCounter();
-    await textBytes('x'.repeat(TALL_CHARS - 1), 'utf8', new EveryTime());
+    await textBytes('x'.repeat(TALL_CHARS - 1), 'utf8', new EveryTurnDue());
     expect(counter.stop(), 'turns during a short text').to.equal(0);
   });
 
