@@ -16,8 +16,11 @@ export const UNMATCHED_ROUTE = '(unmatched)';
 export interface Metrics {
   /** Everything to expose: this app's metrics and the process-wide ones. */
   readonly registry: Registry;
-  /** From the first byte of the request to the last of the response, by route template. */
-  readonly httpRequestDuration: Histogram<'method' | 'route' | 'status_code'>;
+  /**
+   * From the first byte of the request to the last of the response, by route template, and by the
+   * store's name for requests known to be served by one (the others have no store label).
+   */
+  readonly httpRequestDuration: Histogram<'method' | 'route' | 'status_code' | 'store'>;
   readonly httpRequestsInFlight: Gauge;
   /** Requests refused to keep the service available, by the bound that refused them (`limit`). */
   readonly httpRequestsShed: Counter<'limit'>;
@@ -33,8 +36,8 @@ export function createMetrics(): Metrics {
   const own = new Registry();
   const httpRequestDuration = new Histogram({
     name: 'kvcrud_http_request_duration_seconds',
-    help: 'HTTP requests by method, route template and status code: time from request to the end of the response.',
-    labelNames: ['method', 'route', 'status_code'] as const,
+    help: 'HTTP requests by method, route template, status code and, once known, store: time from request to the end of the response.',
+    labelNames: ['method', 'route', 'status_code', 'store'] as const,
     buckets: DURATION_BUCKETS,
     registers: [own],
   });

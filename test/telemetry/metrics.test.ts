@@ -53,6 +53,23 @@ describe('GET /metrics', () => {
       expect(count('GET', '/readyz', '200')).to.equal(1);
     });
 
+    it('labels the requests a store served with its name, and no other request', () => {
+      const requests = scraped.samples.filter((sample) => sample.name === `${HTTP}_count`);
+      const stored = requests.filter((sample) => sample.labels['store'] !== undefined);
+      expect(new Set(stored.map((sample) => sample.labels['store']))).to.deep.equal(new Set([app().storeName]));
+      // The store's answers, not-found ones included; the instance that does not exist has none.
+      expect(stored.map((sample) => `${sample.labels['route']} ${sample.labels['status_code']} ${sample.value}`).sort()).to.deep.equal([
+        '/v1/:instanceID/createTable 201 1',
+        '/v1/:instanceID/createTable 409 1',
+        '/v1/:instanceID/insertData 200 1',
+        '/v1/:instanceID/readCellData 200 1',
+        '/v1/:instanceID/readCellData 404 2',
+      ]);
+      const storeless = requests.filter((sample) => ['/readyz', '(unmatched)'].includes(sample.labels['route'] ?? ''));
+      expect(storeless).to.have.length.above(0);
+      expect(storeless.filter((sample) => 'store' in sample.labels)).to.deep.equal([]);
+    });
+
     it('puts every request no route matched under one route label, "(unmatched)"', () => {
       expect(sampleValue(scraped.samples, `${HTTP}_count`, { method: 'GET', route: '(unmatched)', status_code: '404' })).to.equal(2);
       expect(sampleValue(scraped.samples, `${HTTP}_count`, { method: 'PUT', route: '(unmatched)', status_code: '405' })).to.equal(1);

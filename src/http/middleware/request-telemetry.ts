@@ -37,7 +37,9 @@ export function requestTelemetry({ logger, metrics }: RequestTelemetryOptions): 
       const durationMs = performance.now() - started;
       const route = routeTemplate(ctx);
       metrics.httpRequestsInFlight.dec();
-      metrics.httpRequestDuration.observe({ method: ctx.method, route, status_code: String(ctx.status) }, durationMs / 1000);
+      // The store once the request is known to be served by one (never for probes, scrapes or refusals before that).
+      const labels = { method: ctx.method, route, status_code: String(ctx.status) };
+      metrics.httpRequestDuration.observe(ctx.state.store === undefined ? labels : { ...labels, store: ctx.state.store }, durationMs / 1000);
 
       if (ctx.state.shedBy !== undefined) metrics.httpRequestsShed.inc({ limit: ctx.state.shedBy });
       logRequest(logger, ctx, { route, durationMs, aborted, ids });
