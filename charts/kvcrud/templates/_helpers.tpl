@@ -352,3 +352,23 @@ the others follow. A name appears once: server-side apply refuses duplicate list
 {{- end }}
 {{- toYaml $env }}
 {{- end }}
+
+{{/*
+kvcrud.alertSettings are the fields of an alerting rule that come from its values
+(metrics.prometheusRule.alerts.NAME): for, and the severity label.
+*/}}
+{{- define "kvcrud.alertSettings" -}}
+for: {{ .for }}
+labels:
+  severity: {{ .severity }}
+{{- end }}
+
+{{/*
+kvcrud.runbookUrl is an alert's runbook_url, (list $ ALERT): its section of docs/operations.md,
+whose heading is the alert's name.
+*/}}
+{{- define "kvcrud.runbookUrl" -}}
+{{- $root := index . 0 }}
+{{- printf "%s#%s" $root.Values.metrics.prometheusRule.runbookBaseUrl (lower (index . 1)) }}
+{{- end }}
+
