@@ -1,0 +1,162 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parser } from '@prometheus-io/lezer-promql';
+import { expect } from 'chai';
+import { stringify } from 'yaml';
+import { keysFile, newApiKey } from '../support/access-files.ts';
+import { helmBinary, render } from '../support/helm.ts';
+import { type Dashboard, MONITORING_VALUES, type Query, alertRules, asPromql, dashboard, dashboardQueries, variableQuery } from '../support/monitoring.ts';
+import { parseSamples } from '../support/prometheus.ts';
+import { promtoolBinary, runPromtool } from '../support/promtool.ts';
+import { type ServiceProcess, cleanEnv, runService } from '../support/service-process.ts';
+
+/**
+ * The metrics from outside kvcrud that the rules and the dashboard may name, each with the labels
+ * it has. Nothing else is allowed: every other name must be one the service exposes.
+ */
+const EXTERNAL_METRICS: Readonly<Record<string, readonly string[]>> = {
+  // kube-state-metrics: how many times each container of each pod restarted (KvcrudPodRestarting).
+  kube_pod_container_status_restarts_total: ['namespace', 'pod', 'container', 'uid'],
+};
+
+/**
+ * Labels the scrape gives every series (Prometheus' target labels, from the ServiceMonitor or the
+ * PodMonitoring), which the service itself does not expose.
+ */
+const TARGET_LABELS: ReadonlySet<string> = new Set(['namespace', 'job', 'instance', 'pod', 'container', 'service', 'endpoint']);
+
+/** What an expression names: each selector's metric with the labels it matches on, and every label it groups or matches by. */
+interface Names {
+  readonly selectors: Array<{ metric: string; labels: string[] }>;
+  readonly labels: string[];
+}
+
+/** The metric and label names of a PromQL expression, read from its syntax tree (@prometheus-io/lezer-promql, Prometheus' own grammar). */
+function namesIn(expr: string): Names {
+  const tree = parser.parse(expr);
+  const selectors: Names['selectors'] = [];
+  const labels: string[] = [];
+  const text = (node: { from: number; to: number }) => expr.slice(node.from, node.to);
+  tree.iterate({
+    enter: (ref) => {
+      if (ref.type.isError) throw new Error(`not PromQL at ${ref.from}: ${expr}`);
+      if (ref.name === 'LabelName' && text(ref.node) !== '__name__') labels.push(text(ref.node));
+      if (ref.name !== 'VectorSelector') return;
+      const identifier = ref.node.getChild('Identifier');
+      const matchers = ref.node.getChild('LabelMatchers');
+      const metric = identifier === null ? undefined : text(identifier);
+      if (metric === undefined) throw new Error(`a selector without a metric name: ${text(ref.node)}`);
+      const matched = matchers === null ? [] : matchers.getChildren('UnquotedLabelMatcher').map((matcher) => text(matcher.getChild('LabelName') ?? matcher));
+      selectors.push({ metric, labels: matched });
+    },
+  });
+  return { selectors, labels };
+}
+
+/** The metric names a scrape exposes (a histogram's _bucket, _sum and _count), each with the labels its samples carry. */
+function exposed(scrape: string): Map<string, Set<string>> {
+  const names = new Map<string, Set<string>>();
+  for (const [, name = '', type = ''] of scrape.matchAll(/^# TYPE (\S+) (\S+)$/gm)) {
+    const suffixes = type === 'histogram' ? ['_bucket', '_sum', '_count'] : type === 'summary' ? ['', '_sum', '_count'] : [''];
+    for (const suffix of suffixes) names.set(`${name}${suffix}`, new Set());
+  }
+  for (const sample of parseSamples(scrape)) {
+    for (const label of Object.keys(sample.labels)) names.get(sample.name)?.add(label);
+  }
+  return names;
+}
+
+describe('the queries of the Helm chart dashboard and alerts', function () {
+  this.timeout(60_000);
+  let queries: Query[];
+  let board: Dashboard;
+
+  before(async function () {
+    const helm = await helmBinary(this);
+    const manifests = await render(helm, { valuesFiles: [MONITORING_VALUES], release: 'shop' });
+    board = dashboard(manifests);
+    queries = [
+      ...alertRules(manifests).map((rule) => ({ where: `alert ${rule.alert}`, expr: rule.expr })),
+      ...dashboardQueries(board).map((query) => ({ ...query, expr: asPromql(query.expr) })),
+    ];
+    expect(queries).to.have.length.above(20);
+  });
+
+  it('all parse as PromQL (promtool check rules, each one as a recording rule)', async function () {
+    const promtool = await promtoolBinary(this);
+    const directory = mkdtempSync(join(tmpdir(), 'kvcrud-queries-'));
+    try {
+      const rules = queries.map((query, index) => ({ record: `kvcrud:query:${index}`, expr: query.expr }));
+      writeFileSync(join(directory, 'queries.yaml'), stringify({ groups: [{ name: 'queries', rules }] }));
+      const result = await runPromtool(promtool, ['check', 'rules', 'queries.yaml'], directory);
+      const listing = queries.map((query, index) => `kvcrud:query:${index} is ${query.where}`).join('\n');
+      expect(result.code, `${result.stdout}${result.stderr}\n${listing}`).to.equal(0);
+      expect(result.stdout).to.contain(`SUCCESS: ${queries.length} rules found`);
+    } finally {
+      rmSync(directory, { recursive: true, force: true });
+    }
+  });
+
+  describe('against a running service', () => {
+    let service: ServiceProcess | undefined;
+    let metrics: Map<string, Set<string>>;
+    const directory = mkdtempSync(join(tmpdir(), 'kvcrud-metrics-'));
+
+    before(async function () {
+      // API keys (so the access-file metrics exist) and a rate limit of one request a second (so a
+      // request is shed): every kvcrud metric then has samples, and its labels can be read off them.
+      const key = newApiKey();
+      writeFileSync(join(directory, 'keys.json'), keysFile([{ name: 'operator', key, role: 'admin', instances: ['*'] }]));
+      service = await runService(
+        cleanEnv({
+          PORT: '0',
+          DATA_STORE: 'embedded',
+          DATA_DIR: directory,
+          INSTANCE_IDS: 'local',
+          AUTH_MODE: 'apikey',
+          AUTH_API_KEYS_FILE: join(directory, 'keys.json'),
+          RATE_LIMIT_PER_SECOND: '1',
+        }),
+      );
+      const get = (path: string) => fetch(`${service?.baseUrl}${path}`, { headers: { 'x-api-key': key } });
+      expect((await get('/readyz')).status).to.equal(200);
+      const statuses = [];
+      for (let attempt = 0; attempt < 3; attempt += 1) statuses.push((await get('/v1/local/readCellData?tableName=orders&id=a')).status);
+      expect(statuses).to.include.members([404, 429]);
+      const scrape = await get('/metrics');
+      expect(scrape.status).to.equal(200);
+      metrics = exposed(await scrape.text());
+    });
+
+    after(async () => {
+      await service?.stop();
+      rmSync(directory, { recursive: true, force: true });
+    });
+
+    it('name only metrics it exposes (or the allowed ones from outside kvcrud), and only labels they have', () => {
+      for (const { where, expr } of queries) {
+        const { selectors, labels } = namesIn(expr);
+        expect(selectors, where).to.not.deep.equal([]);
+        const known = new Set(TARGET_LABELS);
+        for (const { metric, labels: matched } of selectors) {
+          const own = metrics.get(metric) ?? new Set(EXTERNAL_METRICS[metric]);
+          expect(metrics.has(metric) || metric in EXTERNAL_METRICS, `${where}: the service exposes no metric ${metric}`).to.equal(true);
+          for (const label of matched) expect(TARGET_LABELS.has(label) || own.has(label), `${where}: ${metric} has no label ${label}`).to.equal(true);
+          for (const label of own) known.add(label);
+        }
+        // Grouping and matching labels (by, on, ignoring) must be on one of the metrics it reads.
+        for (const label of labels) expect(known.has(label), `${where}: no metric it reads has the label ${label}`).to.equal(true);
+      }
+    });
+
+    it("name, in each variable, a label that the variable's metric has", () => {
+      for (const variable of board.templating.list.filter((candidate) => candidate.type === 'query')) {
+        const query = variableQuery(variable);
+        const [selector] = namesIn(asPromql(query?.selector ?? '')).selectors;
+        const own = metrics.get(selector?.metric ?? '') ?? new Set();
+        expect(TARGET_LABELS.has(query?.label ?? '') || own.has(query?.label ?? ''), `variable ${variable.name}: ${query?.label}`).to.equal(true);
+      }
+    });
+  });
+});
