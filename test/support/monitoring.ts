@@ -1,6 +1,6 @@
 import { type Manifest, only } from './helm.ts';
 
-/** The lint variant with the PrometheusRule and the dashboard on. */
+/** The lint variant with the PrometheusRule, the dashboard and the helm test on. */
 export const MONITORING_VALUES = 'ci/monitoring-values.yaml';
 
 /** One rule of a PrometheusRule group: an alert or a recording rule. */

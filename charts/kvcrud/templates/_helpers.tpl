@@ -372,3 +372,23 @@ whose heading is the alert's name.
 {{- printf "%s#%s" $root.Values.metrics.prometheusRule.runbookBaseUrl (lower (index . 1)) }}
 {{- end }}
 
+{{/*
+kvcrud.defaultStoreName is the name of the store that serves v1: defaultStore, the one entry of
+stores, or (without stores) the single store, which is named after its driver.
+*/}}
+{{- define "kvcrud.defaultStoreName" -}}
+{{- if include "kvcrud.storesOn" . }}
+{{- .Values.defaultStore | default (keys .Values.stores | sortAlpha | first) }}
+{{- else }}
+{{- .Values.dataStore }}
+{{- end }}
+{{- end }}
+
+{{/*
+kvcrud.testSelectorLabels select the helm test pod. Its name label is not the release pods' one,
+so that no Service, PodDisruptionBudget or NetworkPolicy of the release selects it.
+*/}}
+{{- define "kvcrud.testSelectorLabels" -}}
+app.kubernetes.io/name: {{ printf "%s-test" (include "kvcrud.name" .) | trunc 63 | trimSuffix "-" }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}

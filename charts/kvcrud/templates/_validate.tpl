@@ -185,6 +185,19 @@ without an endpoint (the SDK is not even loaded then). */}}
     {{- $problems = append $problems (printf "%s.%s (%s) is longer than %s.interval (%s)" $name (index $monitor 2) $timeout $name $interval) }}
   {{- end }}
 {{- end }}
+{{- /* helm test: its credential is an API key, so a mode without apikey leaves it none to send. */}}
+{{- $testKey := $v.tests.apiKey.existingSecret }}
+{{- if $v.tests.enabled }}
+  {{- if and (not (or $apiKeys $oidc)) $testKey }}
+    {{- $problems = append $problems "tests.apiKey.existingSecret is never sent with auth.mode none: leave it empty" }}
+  {{- else if and $oidc (not $apiKeys) }}
+    {{- $problems = append $problems (printf "tests.enabled needs auth.mode none or one with apikey (not %s): the test pod sends an API key (tests.apiKey)" $auth.mode) }}
+  {{- else if and $apiKeys (not $testKey) }}
+    {{- $problems = append $problems (printf "tests.apiKey.existingSecret is required with tests.enabled and auth.mode %s: a Secret holding a key with a role on the default store (%s)" $auth.mode (include "kvcrud.defaultStoreName" .)) }}
+  {{- end }}
+{{- else if $testKey }}
+  {{- $problems = append $problems "tests.apiKey.existingSecret is set but tests.enabled is false" }}
+{{- end }}
 {{- if $problems }}
 {{- fail (printf "\n\nkvcrud: invalid values:\n- %s\n" (join "\n- " $problems)) }}
 {{- end }}
