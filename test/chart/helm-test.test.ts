@@ -8,7 +8,6 @@ import { keysFile, newApiKey } from '../support/access-files.ts';
 import { container, helmBinary, type Manifest, notes, only, render, template } from '../support/helm.ts';
 import { MONITORING_VALUES } from '../support/monitoring.ts';
 import { type ServiceProcess, cleanEnv, runService } from '../support/service-process.ts';
-import { TEST_PROJECT } from '../support/test-app.ts';
 
 /** The helm test pod of the manifests. */
 function testPod(manifests: readonly Manifest[]): Manifest {
@@ -154,11 +153,9 @@ describe('the Helm chart test (helm test)', function () {
         writeFileSync(file, ['default: main', 'stores:', `  main: { driver: embedded, dataDir: ${join(directory, extra === '' ? 'one' : 'two')}, instances: [local] }`, extra].join('\n'));
         return cleanEnv({ PORT: '0', STORES_FILE: file, AUTH_MODE: 'apikey', AUTH_API_KEYS_FILE: join(directory, 'keys.json'), STORE_TIMEOUT_MS: '500' });
       };
-      // A second store whose backend is never there (nothing listens on port 1): /readyz is degraded.
-      [ready, degraded] = await Promise.all([
-        runService(stores('')),
-        runService(stores(`  remote: { driver: bigtable, projectId: ${TEST_PROJECT}, emulatorHost: "127.0.0.1:1", instances: [remote] }`)),
-      ]);
+      // A second store whose backend is never there (nothing listens at its address): /readyz is degraded.
+      const nowhere = await closedPort();
+      [ready, degraded] = await Promise.all([runService(stores('')), runService(stores(`  cache: { driver: redis, url: "redis://127.0.0.1:${nowhere}", instances: [sessions] }`))]);
     });
 
     after(async () => {
