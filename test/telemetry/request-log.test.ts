@@ -171,6 +171,19 @@ describe('errorForLog', () => {
     expect(errorForLog('just a string')).to.deep.equal({ type: 'string', message: 'just a string' });
   });
 
+  it('reads the same fields from an object that is not an Error, and nothing else of it', () => {
+    const rejected = { name: 'ReplyError', message: 'WRONGPASS invalid username-password pair', code: 'WRONGPASS', password: 'hunter2', cause: { message: 'inner' } };
+    expect(errorForLog(rejected)).to.deep.equal({ type: 'ReplyError', message: 'WRONGPASS invalid username-password pair', code: 'WRONGPASS', cause: { type: 'Object', message: 'inner' } });
+    expect(errorForLog({ options: { password: 'hunter2' } })).to.deep.equal({ type: 'Object', message: 'no message; fields: options' });
+  });
+
+  it("keeps an AggregateError's errors, and words its message from theirs when it has none", () => {
+    const refused = (address: string) => Object.assign(new Error(`connect ECONNREFUSED ${address}`), { code: 'ECONNREFUSED' });
+    const logged = errorForLog(new AggregateError([refused('::1:6380'), refused('127.0.0.1:6380')], ''));
+    expect(logged).to.deep.include({ type: 'AggregateError', message: 'connect ECONNREFUSED ::1:6380; connect ECONNREFUSED 127.0.0.1:6380' });
+    expect(logged.errors?.map((inner) => inner.code)).to.deep.equal(['ECONNREFUSED', 'ECONNREFUSED']);
+  });
+
   it('stops following causes after a few, so a cycle cannot loop', () => {
     const error = new Error('a');
     (error as { cause?: unknown }).cause = error;

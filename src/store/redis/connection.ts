@@ -92,11 +92,11 @@ class ErrorLog {
     this.#logger = logger;
   }
 
-  warn(error: Error): void {
+  warn(error: unknown): void {
     const now = Date.now();
     if (now - this.#last < ERROR_LOG_INTERVAL_MS) return;
     this.#last = now;
-    this.#logger.warn({ event: 'redis.error', err: { type: error.name, message: error.message } }, 'Redis connection error');
+    this.#logger.warn({ event: 'redis.error', err: error }, 'Redis connection error');
   }
 }
 
@@ -128,7 +128,7 @@ class ServerConnection implements RedisConnection {
     this.#errors = new ErrorLog(options.logger);
     this.#url = options.url;
     this.#client = createClient({ ...clientOptions(options), url: options.url });
-    this.#client.on('error', (error: Error) => this.#errors.warn(error));
+    this.#client.on('error', (error: unknown) => this.#errors.warn(error));
     this.#client.on('ready', () => {
       options.logger.info({ event: 'redis.ready' }, 'connected to Redis');
       void this.#refuseClusterNode(options.logger);
@@ -139,7 +139,7 @@ class ServerConnection implements RedisConnection {
     }).then(() => {
       this.#firstAttempt = undefined;
     });
-    this.#client.connect().catch((error: unknown) => this.#errors.warn(error as Error));
+    this.#client.connect().catch((error: unknown) => this.#errors.warn(error));
   }
 
   get firstAttempt(): Promise<void> | undefined {
@@ -211,8 +211,8 @@ class ClusterConnection implements RedisConnection {
       defaults: { ...defaults, ...(defaults.socket === undefined ? {} : { socket: defaults.socket }) },
       RESP: 2,
     });
-    this.#cluster.on('error', (error: Error) => this.#errors.warn(error));
-    this.#cluster.on('node-error', (error: Error) => this.#errors.warn(error));
+    this.#cluster.on('error', (error: unknown) => this.#errors.warn(error));
+    this.#cluster.on('node-error', (error: unknown) => this.#errors.warn(error));
     this.#cluster.on('node-ready', () => this.#notifyReady());
     this.#firstAttempt = this.#connect(true);
   }
@@ -254,7 +254,7 @@ class ClusterConnection implements RedisConnection {
       this.#discovered = true;
       this.#logger.info({ event: 'redis.ready', primaries: this.#cluster.masters.length }, 'connected to the Redis Cluster');
     } catch (error) {
-      this.#errors.warn(error as Error);
+      this.#errors.warn(error);
       if (!this.#closed) setTimeout(() => void this.#connect(false), DISCOVERY_RETRY_MS).unref();
     } finally {
       if (first) this.#firstAttempt = undefined;

@@ -75,8 +75,7 @@ export class Reclaimer {
         await this.#sweep(instance);
       } catch (error) {
         if (this.#stopped) return;
-        const { message } = error as Error;
-        this.#logger.warn({ event: 'redis.reclaim.failed', instance, err: { message } }, 'reclaiming deleted tables failed; the next sweep retries');
+        this.#logger.warn({ event: 'redis.reclaim.failed', instance, err: error }, 'reclaiming deleted tables failed; the next sweep retries');
       }
     }
   }

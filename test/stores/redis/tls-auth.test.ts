@@ -4,10 +4,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { expect } from 'chai';
-import { pino } from 'pino';
+import { type Logger, pino } from 'pino';
 import { isStoreError } from '../../../src/store/errors.ts';
 import { RedisStore } from '../../../src/store/redis/redis-store.ts';
 import type { CallOptions } from '../../../src/store/store.ts';
+import { createLogger } from '../../../src/telemetry/logger.ts';
 import { closedPort } from '../../support/fake-backends.ts';
 import { type RedisServer, requireRedis, spawnRedis } from '../../support/redis-server.ts';
 
@@ -34,7 +35,7 @@ describe('redis store: TLS with a CA file and an AUTH string from a file (Memory
   let url: string;
   let ca: string;
   const stores: RedisStore[] = [];
-  const open = (options: { caFile?: string; authStringFile?: string }) => {
+  const open = (options: { caFile?: string; authStringFile?: string; logger?: Logger }) => {
     const store = RedisStore.open({ url, instances: ['inst'], logger: silent, ...options });
     stores.push(store);
     return store;
@@ -84,14 +85,19 @@ describe('redis store: TLS with a CA file and an AUTH string from a file (Memory
     expect(isStoreError(error, 'UNAVAILABLE')).to.equal(true);
   });
 
-  it('answers UNAVAILABLE with a wrong AUTH string, and picks up the right one written to the file without a restart', async function () {
+  it('answers UNAVAILABLE with a wrong AUTH string, logging WRONGPASS and not the string, and picks up the right one written to the file without a restart', async function () {
     this.timeout(20_000);
     const authStringFile = join(dir, 'auth-rotated');
     writeFileSync(authStringFile, 'an-old-auth-string\n');
-    const store = open({ caFile: ca, authStringFile });
+    // The service's own logger, so that its serializer of errors is the one under test.
+    const lines: string[] = [];
+    const store = open({ caFile: ca, authStringFile, logger: createLogger('info', { write: (line: string) => void lines.push(line) }) });
     await sleep(300);
     const refused = await store.listTables('inst', call()).catch((caught: unknown) => caught);
     expect(isStoreError(refused, 'UNAVAILABLE')).to.equal(true);
+    const logged = lines.map((line) => JSON.parse(line) as { event?: string; err?: { message?: string } }).find((line) => line.event === 'redis.error');
+    expect(logged?.err?.message).to.match(/^WRONGPASS /);
+    expect(lines.join('\n')).to.not.include('auth-string');
     // The file is read again on every connection attempt, as a rotated Secret is remounted.
     writeFileSync(authStringFile, 'the-auth-string\n');
     const started = Date.now();
