@@ -48,6 +48,14 @@ export interface RedisServer {
   readonly process: ChildProcess;
   /** Runs redis-cli against this server; resolves to its output (quoted form, as a person sees it). */
   cli(...args: string[]): Promise<string>;
+  /** Kills it (SIGKILL), keeping its directory, so that restartEmpty can bring it back. */
+  crash(): Promise<void>;
+  /**
+   * Kills it (SIGKILL) if it runs, and starts it again on the same port and directory: it comes
+   * back empty, having no persistence, and a cluster node keeps its nodes.conf, so its node ID
+   * and slots.
+   */
+  restartEmpty(): Promise<void>;
   /** Stops it: SIGKILL for a crash, SIGTERM otherwise. */
   stop(signal?: NodeJS.Signals): Promise<void>;
 }
@@ -68,8 +76,42 @@ export async function spawnRedis(options: RedisServerOptions = {}): Promise<Redi
   }
 }
 
-function start(port: number, args: readonly string[]): Promise<RedisServer> {
+async function start(port: number, args: readonly string[]): Promise<RedisServer> {
   const dir = mkdtempSync(join(tmpdir(), 'kvcrud-redis-'));
+  let child: ChildProcess;
+  try {
+    child = await launch(port, args, dir);
+  } catch (error) {
+    rmSync(dir, { recursive: true, force: true });
+    throw error;
+  }
+  const kill = async (signal: NodeJS.Signals) => {
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    const exited = new Promise((done) => child.once('exit', done));
+    child.kill(signal);
+    await exited;
+  };
+  return {
+    port,
+    url: `redis://127.0.0.1:${port}`,
+    get process() {
+      return child;
+    },
+    cli: (...cliArgs) => redisCli(port, cliArgs),
+    crash: () => kill('SIGKILL'),
+    async restartEmpty() {
+      await kill('SIGKILL');
+      child = await launch(port, args, dir);
+    },
+    async stop(signal = 'SIGTERM') {
+      await kill(signal);
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Starts redis-server in `dir` and resolves once it accepts connections. */
+function launch(port: number, args: readonly string[], dir: string): Promise<ChildProcess> {
   const child = spawn(
     REDIS_SERVER,
     ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--enable-debug-command', 'yes', '--dir', dir, ...args],
@@ -92,20 +134,7 @@ function start(port: number, args: readonly string[]): Promise<RedisServer> {
       if (!line.includes('Ready to accept connections')) return;
       clearTimeout(timer);
       child.removeAllListeners('exit');
-      resolve({
-        port,
-        url: `redis://127.0.0.1:${port}`,
-        process: child,
-        cli: (...cliArgs) => redisCli(port, cliArgs),
-        async stop(signal = 'SIGTERM') {
-          if (child.exitCode === null && child.signalCode === null) {
-            const exited = new Promise((done) => child.once('exit', done));
-            child.kill(signal);
-            await exited;
-          }
-          rmSync(dir, { recursive: true, force: true });
-        },
-      });
+      resolve(child);
     });
   });
 }
@@ -123,35 +152,66 @@ export interface RedisCluster {
   readonly nodes: readonly RedisServer[];
   /** A node's URL: what a store is given (node-redis discovers the others from it). */
   readonly url: string;
+  /** The node serving `key`'s slot. */
+  nodeFor(key: string): Promise<RedisServer>;
+  /** Resolves when every node reports cluster_state:ok (after a node was restarted, say). */
+  healthy(): Promise<void>;
   stop(): Promise<void>;
+}
+
+export interface RedisClusterOptions {
+  /** cluster-node-timeout: how long a node may be unreachable before the others mark it failed. */
+  readonly nodeTimeoutMs?: number;
 }
 
 /**
  * spawnRedisCluster starts `size` redis-servers with --cluster-enabled yes, joins them with
  * `redis-cli --cluster create` (no replicas) and waits until every node reports cluster_state:ok.
  */
-export async function spawnRedisCluster(size = 3): Promise<RedisCluster> {
+export async function spawnRedisCluster(size = 3, options: RedisClusterOptions = {}): Promise<RedisCluster> {
   const nodes: RedisServer[] = [];
-  try {
-    for (let i = 0; i < size; i++) {
-      const port = await clusterPort();
-      nodes.push(await spawnRedis({ port, args: ['--cluster-enabled', 'yes', '--cluster-config-file', `nodes-${port}.conf`, '--cluster-node-timeout', '5000'] }));
-    }
-    await run(REDIS_CLI, ['--cluster', 'create', ...nodes.map((node) => `127.0.0.1:${node.port}`), '--cluster-replicas', '0', '--cluster-yes']);
+  const healthy = async () => {
     const started = Date.now();
     for (const node of nodes) {
-      while (!(await node.cli('CLUSTER', 'INFO')).includes('cluster_state:ok')) {
-        if (Date.now() - started > 20_000) throw new Error(`the cluster is not ok after 20 s: ${await node.cli('CLUSTER', 'INFO')}`);
+      for (;;) {
+        const info = await node.cli('CLUSTER', 'INFO').catch((error: unknown) => String(error));
+        if (info.includes('cluster_state:ok')) break;
+        if (Date.now() - started > 20_000) throw new Error(`the cluster is not ok after 20 s: ${info}`);
         await new Promise((resolve) => setTimeout(resolve, 100));
       }
     }
+  };
+  try {
+    for (let i = 0; i < size; i++) {
+      const port = await clusterPort();
+      const args = ['--cluster-enabled', 'yes', '--cluster-config-file', `nodes-${port}.conf`, '--cluster-node-timeout', String(options.nodeTimeoutMs ?? 5000)];
+      nodes.push(await spawnRedis({ port, args }));
+    }
+    await run(REDIS_CLI, ['--cluster', 'create', ...nodes.map((node) => `127.0.0.1:${node.port}`), '--cluster-replicas', '0', '--cluster-yes']);
+    await healthy();
   } catch (error) {
     await Promise.all(nodes.map((node) => node.stop('SIGKILL')));
     throw error;
   }
+  const first = nodes[0] as RedisServer;
   return {
     nodes,
-    url: (nodes[0] as RedisServer).url,
+    url: first.url,
+    async nodeFor(key) {
+      const asked = nodes.find((node) => node.process.exitCode === null && node.process.signalCode === null) ?? first;
+      const slot = Number((await asked.cli('--raw', 'CLUSTER', 'KEYSLOT', key)).trim());
+      for (const line of (await asked.cli('--raw', 'CLUSTER', 'NODES')).trim().split('\n')) {
+        const [, address = '', , , , , , , ...ranges] = line.split(' ');
+        for (const range of ranges) {
+          const [from = -1, to = from] = range.split('-').map(Number);
+          const port = Number(address.split(/[:@]/)[1]);
+          const node = nodes.find((candidate) => candidate.port === port);
+          if (slot >= from && slot <= to && node !== undefined) return node;
+        }
+      }
+      throw new Error(`no node serves slot ${slot}`);
+    },
+    healthy,
     stop: async () => {
       await Promise.all(nodes.map((node) => node.stop('SIGKILL')));
     },
