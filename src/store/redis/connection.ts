@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import type { Logger } from 'pino';
+import calculateSlot from 'cluster-key-slot';
 import { type RedisArgument, type RedisClientOptions, RESP_TYPES, createClient, createCluster } from 'redis';
 import { StoreError } from '../errors.ts';
 import type { Script } from './scripts.ts';
@@ -29,7 +30,7 @@ export interface RedisConnection {
    * fails at once.
    */
   readonly firstAttempt: Promise<void> | undefined;
-  /** Calls `listener` each time the connection is (re)established. */
+  /** Calls `listener` each time the connection is (re)established (in a cluster: the connection to any primary). */
   onReady(listener: () => void): void;
   /**
    * Sends one command whose first argument after the name is its key (the key that routes it in
@@ -187,16 +188,38 @@ class ServerConnection implements RedisConnection {
 // A cluster's topology is discovered again after this long when no node could be reached.
 const DISCOVERY_RETRY_MS = 500;
 
+/** The node-redis cluster client, as every cluster connection makes it. */
+function createClusterClient(options: ConnectionOptions) {
+  const defaults = clientOptions(options);
+  return createCluster({
+    rootNodes: [{ url: options.url }],
+    defaults: { ...defaults, ...(defaults.socket === undefined ? {} : { socket: defaults.socket }) },
+    RESP: 2,
+    minimizeConnections: true,
+  });
+}
+
+type Cluster = ReturnType<typeof createClusterClient>;
+type ClusterNode = Cluster['masters'][number];
+
 /**
  * A connection to a Redis Cluster (Memorystore for Redis Cluster): node-redis discovers the
  * primaries from `url` (any node, or the discovery endpoint), keeps a connection to each and
  * sends each command to the primary of its key's slot, following MOVED and ASK as slots move.
+ *
+ * Discovery needs only the node it asks: the connections to the primaries are opened after it,
+ * each on its own, so that a primary that is down does not keep a process from serving the
+ * tables of the others. A command for a primary whose connection has never been established
+ * waits for it only until its first attempt fails (or CONNECT_TIMEOUT_MS), then fails as
+ * UNAVAILABLE, as a command for a primary that dropped its connection fails at once.
  */
 class ClusterConnection implements RedisConnection {
-  readonly #cluster;
+  readonly #cluster: Cluster;
   readonly #errors: ErrorLog;
   readonly #logger: Logger;
   readonly #readyListeners: Array<() => void> = [];
+  /** The node clients whose every (re)connection is reported to the ready listeners. */
+  readonly #watched = new WeakSet<object>();
   #firstAttempt: Promise<void> | undefined;
   #closed = false;
   /** Whether the topology has been discovered once: until then no command can be routed. */
@@ -205,15 +228,18 @@ class ClusterConnection implements RedisConnection {
   constructor(options: ConnectionOptions) {
     this.#errors = new ErrorLog(options.logger);
     this.#logger = options.logger;
-    const defaults = clientOptions(options);
-    this.#cluster = createCluster({
-      rootNodes: [{ url: options.url }],
-      defaults: { ...defaults, ...(defaults.socket === undefined ? {} : { socket: defaults.socket }) },
-      RESP: 2,
-    });
+    this.#cluster = createClusterClient(options);
     this.#cluster.on('error', (error: unknown) => this.#errors.warn(error));
     this.#cluster.on('node-error', (error: unknown) => this.#errors.warn(error));
-    this.#cluster.on('node-ready', () => this.#notifyReady());
+    // node-redis reports a node client's first connection only: its reconnections are watched here.
+    this.#cluster.on('node-ready', (node: { host: string; port: number }) => {
+      const client = this.#cluster.nodeByAddress.get(`${node.host}:${node.port}`)?.client;
+      if (client !== undefined && !this.#watched.has(client)) {
+        this.#watched.add(client);
+        client.on('ready', () => this.#notifyReady());
+      }
+      this.#notifyReady();
+    });
     this.#firstAttempt = this.#connect(true);
   }
 
@@ -225,26 +251,60 @@ class ClusterConnection implements RedisConnection {
     this.#readyListeners.push(listener);
   }
 
-  send(args: readonly [string, RedisArgument, ...RedisArgument[]]): Promise<unknown> {
-    if (!this.#discovered) return Promise.reject(unreachableCluster());
+  async send(args: readonly [string, RedisArgument, ...RedisArgument[]]): Promise<unknown> {
+    await this.#reachable(args[1]);
     return this.#cluster.sendCommand(args[1], false, [...args] as RedisArgument[], { typeMapping: BYTES });
   }
 
-  run(script: Script, keys: readonly [RedisArgument, ...RedisArgument[]], args: readonly RedisArgument[]): Promise<unknown> {
-    if (!this.#discovered) return Promise.reject(unreachableCluster());
+  async run(script: Script, keys: readonly [RedisArgument, ...RedisArgument[]], args: readonly RedisArgument[]): Promise<unknown> {
+    await this.#reachable(keys[0]);
     return runScript((command) => this.#cluster.sendCommand(keys[0], false, [...command] as RedisArgument[], { typeMapping: BYTES }), script, keys, args);
   }
 
   async ping(): Promise<void> {
-    if (!this.#discovered) throw unreachableCluster();
-    const masters = this.#cluster.masters;
+    const masters = this.#masters();
     if (masters.length === 0) throw new StoreError('UNAVAILABLE', 'redis: the cluster has no primaries');
-    await Promise.all(masters.map(async (master) => (await this.#cluster.nodeClient(master)).sendCommand(['PING'])));
+    await Promise.all(masters.map(async (master) => (await this.#nodeClient(master)).sendCommand(['PING'])));
   }
 
   close(): void {
     this.#closed = true;
     if (this.#cluster.isOpen) this.#cluster.destroy();
+  }
+
+  #masters(): ClusterNode[] {
+    if (!this.#discovered) throw unreachableCluster();
+    return this.#cluster.masters;
+  }
+
+  /** Fails as UNAVAILABLE, soon, when the primary of `key`'s slot has never been connected to and cannot be. */
+  async #reachable(key: RedisArgument): Promise<void> {
+    if (!this.#discovered) throw unreachableCluster();
+    const master = this.#cluster.getSlotMaster(calculateSlot(key));
+    if (master !== undefined) await this.#nodeClient(master);
+  }
+
+  /** The node's client, once connected; UNAVAILABLE as soon as a first connection fails, or after CONNECT_TIMEOUT_MS. */
+  async #nodeClient(node: ClusterNode): Promise<Awaited<ReturnType<Cluster['nodeClient']>>> {
+    // Connected (or reconnecting, when a command fails at once): node-redis answers without waiting.
+    if (node.client !== undefined && node.connectPromise === undefined) return this.#cluster.nodeClient(node);
+    const connecting = this.#cluster.nodeClient(node);
+    const client = node.client;
+    let onError: ((error: unknown) => void) | undefined;
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      return await Promise.race([
+        connecting,
+        new Promise<never>((_, reject) => {
+          onError = (error: unknown) => reject(new StoreError('UNAVAILABLE', `redis: cannot connect to the primary ${node.host}:${node.port}`, { cause: error }));
+          client?.once('error', onError);
+          timer = setTimeout(() => reject(new StoreError('UNAVAILABLE', `redis: no connection to the primary ${node.host}:${node.port} within ${CONNECT_TIMEOUT_MS} ms`)), CONNECT_TIMEOUT_MS);
+        }),
+      ]);
+    } finally {
+      clearTimeout(timer);
+      if (onError !== undefined) client?.off('error', onError);
+    }
   }
 
   /** Discovers the cluster, again and again until it answers; the first attempt resolves the promise either way. */
@@ -253,6 +313,8 @@ class ClusterConnection implements RedisConnection {
       await this.#cluster.connect();
       this.#discovered = true;
       this.#logger.info({ event: 'redis.ready', primaries: this.#cluster.masters.length }, 'connected to the Redis Cluster');
+      // Each primary connected on its own: one that is down is retried by its client, and reported in the log.
+      for (const master of this.#cluster.masters) this.#cluster.nodeClient(master).catch((error: unknown) => this.#errors.warn(error));
     } catch (error) {
       this.#errors.warn(error);
       if (!this.#closed) setTimeout(() => void this.#connect(false), DISCOVERY_RETRY_MS).unref();

@@ -1,6 +1,8 @@
 import { expect } from 'chai';
 import { pino } from 'pino';
 import { isStoreError } from '../../../src/store/errors.ts';
+import { openConnection } from '../../../src/store/redis/connection.ts';
+import { toStoreError } from '../../../src/store/redis/redis-errors.ts';
 import { RedisStore } from '../../../src/store/redis/redis-store.ts';
 import type { CallOptions, Mutation, Row } from '../../../src/store/store.ts';
 import { closedPort } from '../../support/fake-backends.ts';
@@ -130,7 +132,7 @@ describe('redis store on a Redis Cluster (3 primaries)', () => {
     }
   });
 
-  // Last: it kills a node.
+  // Last: they kill a node and leave it down.
   it('a primary killed: its tables answer UNAVAILABLE at once, the others keep serving, checkHealth fails', async function () {
     this.timeout(30_000);
     const homes = new Map<string, number>();
@@ -156,5 +158,37 @@ describe('redis store on a Redis Cluster (3 primaries)', () => {
       (error: unknown) => (isStoreError(error) ? error.code : String(error)),
     );
     expect(health).to.equal('UNAVAILABLE');
+  });
+
+  it('a process started while a primary is down serves the keys of the others, and answers UNAVAILABLE at once for its own', async function () {
+    this.timeout(30_000);
+    const down = cluster.nodes.find((node) => node.process.exitCode !== null || node.process.signalCode !== null)!;
+    const up = cluster.nodes.find((node) => node !== down)!;
+    // One key in the slots of each primary.
+    const keys = new Map<number, string>();
+    for (let i = 0; keys.size < cluster.nodes.length; i++) {
+      const node = await cluster.nodeFor(`probe-${i}`);
+      if (!keys.has(node.port)) keys.set(node.port, `probe-${i}`);
+    }
+    const connection = openConnection({ url: up.url, cluster: true, logger: silent });
+    try {
+      await connection.firstAttempt;
+      const started = Date.now();
+      for (const [port, key] of keys) {
+        const outcome = await connection.send(['SET', key, 'v']).then(
+          () => 'OK',
+          (error: unknown) => toStoreError(error, 'set').code,
+        );
+        expect(outcome, `a key of the primary on ${port}`).to.equal(port === down.port ? 'UNAVAILABLE' : 'OK');
+      }
+      const health = await connection.ping().then(
+        () => 'OK',
+        (error: unknown) => toStoreError(error, 'ping').code,
+      );
+      expect(health).to.equal('UNAVAILABLE');
+      expect(Date.now() - started, 'every answer at once').to.be.below(1500);
+    } finally {
+      connection.close();
+    }
   });
 });
