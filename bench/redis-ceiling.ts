@@ -16,7 +16,7 @@ export function redisClient(url: string) {
 
 /** The row keys of one table generation, as the store names them. */
 export interface RedisTableKeys {
-  /** `kvcrud:{instance/table/generation}`. */
+  /** `kvcrud:{instance/table}:generation`: what the generation's keys (`…:rows`, `…:r:<key>`) start with. */
   readonly tag: string;
 }
 

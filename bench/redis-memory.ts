@@ -14,8 +14,7 @@ const deadline = () => ({ deadline: Date.now() + 30_000 });
 const server = await spawnRedis();
 const store = RedisStore.open({ url: server.url, instances: [instance], logger: pino({ level: 'warn' }) });
 const usage = async (key: string) => Number((await server.cli('--raw', 'MEMORY', 'USAGE', key, 'SAMPLES', '0')).trim());
-const generation = async (table: string) =>
-  (JSON.parse(await server.cli('--raw', 'HGET', `kvcrud:{${instance}}:tables`, table)) as { generation: string }).generation;
+const generation = async (table: string) => (await server.cli('--raw', 'HGET', `kvcrud:{${instance}/${table}}:table`, 'generation')).trim();
 
 try {
   process.stdout.write(`redis-server ${(await server.cli('--raw', 'INFO', 'server')).match(/redis_version:(\S+)/)?.[1]}, default encodings (hash-max-listpack-entries 128, hash-max-listpack-value 64)\n\n`);
@@ -34,7 +33,7 @@ try {
         timestampMicros: BigInt(Date.now()) * 1000n,
       }));
       await store.mutateRow(ref, Buffer.from('row-00000001'), mutations, deadline());
-      const bytes = await usage(`kvcrud:{${instance}/${table}/${await generation(table)}}:r:row-00000001`);
+      const bytes = await usage(`kvcrud:{${instance}/${table}}:${await generation(table)}:r:row-00000001`);
       process.stdout.write(`| ${cells} | ${valueBytes} | ${bytes} B | ${Math.round(bytes / cells)} B |\n`);
     }
   }
@@ -49,7 +48,7 @@ try {
     }));
     await store.mutateRows(ref, entries, deadline());
   }
-  const index = await usage(`kvcrud:{${instance}/index/${await generation('index')}}:rows`);
+  const index = await usage(`kvcrud:{${instance}/index}:${await generation('index')}:rows`);
   process.stdout.write(`\nindex: ${index} B for ${ROWS_FOR_INDEX} rows of 12-byte keys = ${Math.round(index / ROWS_FOR_INDEX)} B per row\n`);
 } finally {
   await store.close();

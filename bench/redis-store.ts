@@ -71,8 +71,8 @@ try {
     const entries = Array.from({ length: Math.min(1000, ROWS - first) }, (_, i) => ({ key: key(first + i), mutations: [set('a', 1n), set('b', 1n)] }));
     await store.mutateRows(ref, entries, deadline());
   }
-  const generation = (JSON.parse(await server.cli('--raw', 'HGET', `kvcrud:{${instance}}:tables`, 't')) as { generation: string }).generation;
-  const tag = `kvcrud:{${instance}/t/${generation}}`;
+  const generation = (await server.cli('--raw', 'HGET', `kvcrud:{${instance}/t}:table`, 'generation')).trim();
+  const tag = `kvcrud:{${instance}/t}:${generation}`;
   const rowKey = (i: number): RedisArgument => Buffer.concat([Buffer.from(`${tag}:r:`), key(i)]);
   const random = () => Math.floor(Math.random() * ROWS);
   let ts = BigInt(Date.now()) * 1000n;

@@ -216,8 +216,8 @@ async function benchRedis(): Promise<void> {
   try {
     await createTable(service.baseUrl, REDIS_INSTANCE);
     await inBatches(PRELOADED_ROWS, 50, (index) => send(service.baseUrl, insertRequest(REDIS_INSTANCE, preloadedKey(index))));
-    const { generation } = JSON.parse((await client.hGet(`kvcrud:{${REDIS_INSTANCE}}:tables`, TABLE))?.toString() ?? '{}') as { generation: string };
-    const table: RedisTableKeys = { tag: `kvcrud:{${REDIS_INSTANCE}/${TABLE}/${generation}}` };
+    const generation = (await client.hGet(`kvcrud:{${REDIS_INSTANCE}/${TABLE}}:table`, 'generation'))?.toString() ?? '';
+    const table: RedisTableKeys = { tag: `kvcrud:{${REDIS_INSTANCE}/${TABLE}}:${generation}` };
     const cells = await readRedisRow(client, table, preloadedKey(0));
     if (cells !== CELLS.length) throw new Error(`the ceiling read ${cells} cells of a preloaded row, expected ${CELLS.length}`);
     await checkService(service.baseUrl, 'redis', REDIS_INSTANCE);

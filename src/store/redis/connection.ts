@@ -41,6 +41,11 @@ export interface RedisConnection {
   run(script: Script, keys: readonly [RedisArgument, ...RedisArgument[]], args: readonly RedisArgument[]): Promise<unknown>;
   /** Resolves when every server (every primary of a cluster) answers PING. */
   ping(): Promise<void>;
+  /**
+   * The keys matching a SCAN pattern, on the server or on every primary of a cluster, a page at
+   * a time (1000 keys looked at per SCAN). A key may come twice, as SCAN allows.
+   */
+  scan(pattern: string): AsyncGenerator<Buffer[]>;
   /** Closes the connection at once; calls still waiting fail. */
   close(): void;
 }
@@ -99,6 +104,18 @@ class ErrorLog {
     this.#last = now;
     this.#logger.warn({ event: 'redis.error', err: error }, 'Redis connection error');
   }
+}
+
+const SCAN_COUNT = '1000';
+
+/** SCAN from cursor 0 to the end on one server, a page of keys per call. */
+async function* scanKeys(send: (args: readonly RedisArgument[]) => Promise<unknown>, pattern: string): AsyncGenerator<Buffer[]> {
+  let cursor = '0';
+  do {
+    const [next, keys] = (await send(['SCAN', cursor, 'MATCH', pattern, 'COUNT', SCAN_COUNT])) as [Buffer, Buffer[]];
+    cursor = next.toString();
+    if (keys.length > 0) yield keys;
+  } while (cursor !== '0');
 }
 
 async function runScript(
@@ -162,6 +179,10 @@ class ServerConnection implements RedisConnection {
 
   async ping(): Promise<void> {
     await this.send(['PING']);
+  }
+
+  scan(pattern: string): AsyncGenerator<Buffer[]> {
+    return scanKeys((args) => this.send(args), pattern);
   }
 
   close(): void {
@@ -265,6 +286,13 @@ class ClusterConnection implements RedisConnection {
     const masters = this.#masters();
     if (masters.length === 0) throw new StoreError('UNAVAILABLE', 'redis: the cluster has no primaries');
     await Promise.all(masters.map(async (master) => (await this.#nodeClient(master)).sendCommand(['PING'])));
+  }
+
+  async *scan(pattern: string): AsyncGenerator<Buffer[]> {
+    for (const master of this.#masters()) {
+      const client = await this.#nodeClient(master);
+      yield* scanKeys((args) => client.sendCommand([...args] as RedisArgument[], { typeMapping: BYTES }), pattern);
+    }
   }
 
   close(): void {

@@ -12,23 +12,15 @@ import type {
   TableRef,
   TableSchema,
 } from '../store.ts';
+import { Catalog } from './catalog.ts';
 import { type RedisConnection, openConnection } from './connection.ts';
-import {
-  type CatalogEntry,
-  type TableKeys,
-  catalogKeys,
-  newGeneration,
-  parseCatalogEntry,
-  reclaimMember,
-  rowKey,
-  tableKeys,
-} from './keys.ts';
+import { RECORD_FAMILIES, RECORD_GENERATION, type TableKeys, type TableRecord, newGeneration, parseFamilies, rowKey, tableKeys, tableRecordKey } from './keys.ts';
 import { REDIS_CAPABILITIES, REDIS_LIMITS } from './limits.ts';
 import { Reclaimer } from './reclaimer.ts';
 import { toStoreError } from './redis-errors.ts';
 import { Turns } from '../turns.ts';
 import { type TableFamilies, decodeRow, packMutations, tableFamilies } from './row-codec.ts';
-import { ABANDON_CREATE, BEGIN_CREATE, BEGIN_DELETE, COMMIT_CREATE, MUTATE_ROW, READ_ROWS, SCAN_ROWS } from './scripts.ts';
+import { CREATE_TABLE, DELETE_TABLE, MUTATE_ROW, READ_ROWS, SCAN_ROWS } from './scripts.ts';
 
 export interface RedisStoreOptions {
   readonly url: string;
@@ -39,15 +31,13 @@ export interface RedisStoreOptions {
   readonly logger: Logger;
 }
 
-/** How long a creation may take between its first and last step before its keys are reclaimed. */
-const CREATE_GRACE_MS = 5 * 60_000;
 /** Rows one read script reads at most (in a cluster), so that none holds Redis for long. */
 const ROWS_PER_SCRIPT = 100;
 /** Index entries one scan script reads at most (each with its row hash), and at least. */
 const SCAN_BATCH_MAX = 250;
 const SCAN_BATCH_MIN = 16;
 
-/** A table as this process last saw it in the catalog. Families and policies never change for a generation. */
+/** A table as this process last saw its record. Families and policies never change for a generation. */
 interface TableGeneration {
   readonly generation: string;
   readonly keys: TableKeys;
@@ -58,24 +48,28 @@ interface TableGeneration {
   readonly maxAgePolicy: string;
 }
 
-/** A script's answer when the generation it was given has been deleted (its meta key is gone). */
+/** A script's answer when the generation it was given is no longer the table's (deleted, or lost with its primary's data). */
 const GONE = Symbol('generation gone');
 
 /**
  * RedisStore is the DataStore on Redis (Memorystore for Redis): one hash per row, a sorted set
- * per table as its ordered index, a catalog hash per instance, and one Lua script per row write.
- * See keys.ts for the layout and docs/stores/redis.md for what it guarantees.
+ * per table as its ordered index, a record per table saying that it exists and with which
+ * families, a list of tables per instance, and one Lua script per row write. See keys.ts for the
+ * layout and docs/stores/redis.md for what it guarantees.
  *
- * Table generations are cached per process. A cached generation is only a hint: every call
- * checks that the generation's meta key still exists, a write or scan script atomically with its
- * work, a read right after its rows; on GONE the catalog is read again. So a table deleted or
- * recreated by another process is never served from a stale entry, and a read costs one round
- * trip.
+ * Whether a table exists is its record's to say, and every call about a table asks that record,
+ * in the table's own slot, beside its rows: never the instance's list (catalog.ts), which only
+ * listTables reads. Table generations are cached per process. A cached generation is only a
+ * hint: every call checks that the record still names it, a write or scan script atomically
+ * with its work, a read right after its rows; on GONE the record is read again. So a table
+ * deleted, recreated, or lost with its primary's data is never served from a stale entry, and a
+ * read costs one round trip.
  */
 export class RedisStore implements DataStore {
   readonly capabilities = REDIS_CAPABILITIES;
   readonly limits = REDIS_LIMITS;
   readonly #connection: RedisConnection;
+  readonly #catalog: Catalog;
   readonly #reclaimer: Reclaimer;
   readonly #tables = new Map<string, TableGeneration>();
   readonly #cluster: boolean;
@@ -88,41 +82,31 @@ export class RedisStore implements DataStore {
   private constructor(options: RedisStoreOptions) {
     this.#cluster = options.cluster === true;
     this.#connection = openConnection(options);
-    this.#reclaimer = new Reclaimer(this.#connection, options.instances, options.logger);
+    this.#catalog = new Catalog(this.#connection, options.logger);
+    this.#reclaimer = new Reclaimer(this.#connection, this.#catalog, options.instances, options.logger);
     this.#reclaimer.start();
   }
 
   createTable(ref: TableRef, families: readonly FamilySpec[], options: CallOptions): Promise<void> {
     return this.#bounded(options, 'createTable', async () => {
-      const catalog = catalogKeys(ref.instance);
-      const generation = newGeneration();
-      const member = reclaimMember(ref.table, generation);
-      const keys = tableKeys(ref.instance, ref.table, generation);
-      const begun = await this.#connection.run(BEGIN_CREATE, [catalog.tables, catalog.reclaim], [ref.table, member, String(CREATE_GRACE_MS)]);
-      if (begun === 0) throw tableExists(ref);
-      await this.#connection.send(['HSET', keys.meta, ...families.flatMap((family) => [family.name, String(family.maxAgeSeconds ?? 0)])]);
-      const entry: CatalogEntry = {
-        generation,
+      // The name first, so that listTables finds every table that has a record.
+      const notAfter = await this.#catalog.register(ref.instance, ref.table);
+      const record: TableRecord = {
+        generation: newGeneration(),
         families: families.map((family) => (family.maxAgeSeconds === undefined ? { name: family.name } : { name: family.name, maxAgeSeconds: family.maxAgeSeconds })),
       };
-      const committed = await this.#connection.run(COMMIT_CREATE, [catalog.tables, catalog.reclaim], [ref.table, member, JSON.stringify(entry)]);
-      if (committed === 1) {
-        this.#tables.set(cacheKey(ref), generationOf(ref, entry));
-        return;
-      }
-      // Not published: its meta key is reclaimed with the rest of the generation.
-      await this.#connection.run(ABANDON_CREATE, [catalog.reclaim], [member]);
-      this.#reclaimer.kick();
-      if (committed === 0) throw tableExists(ref);
-      throw new StoreError('UNAVAILABLE', `redis createTable: creating ${ref.instance}/${ref.table} took over ${CREATE_GRACE_MS} ms; nothing was created`);
+      const created = await this.#connection.run(CREATE_TABLE, [tableRecordKey(ref.instance, ref.table)], [record.generation, JSON.stringify(record.families), String(notAfter)]);
+      if (created === 0) throw tableExists(ref);
+      if (created === 2) throw new StoreError('UNAVAILABLE', `redis createTable: creating ${ref.instance}/${ref.table} took too long; nothing was created`);
+      this.#tables.set(cacheKey(ref), generationOf(ref, record));
     });
   }
 
   describeTable(ref: TableRef, options: CallOptions): Promise<TableSchema> {
     return this.#bounded(options, 'describeTable', async () => {
-      const entry = await this.#readCatalog(ref);
-      if (entry === undefined) throw tableNotFound(ref);
-      const families = [...entry.families]
+      const record = await this.#readRecord(ref);
+      if (record === undefined) throw tableNotFound(ref);
+      const families = [...record.families]
         .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
         // Only the latest version is kept, whatever was asked at creation.
         .map((family) => (family.maxAgeSeconds === undefined ? { name: family.name, maxVersions: 1 } : { name: family.name, maxVersions: 1, maxAgeSeconds: family.maxAgeSeconds }));
@@ -131,21 +115,16 @@ export class RedisStore implements DataStore {
   }
 
   listTables(instance: string, options: CallOptions): Promise<string[]> {
-    return this.#bounded(options, 'listTables', async () => {
-      const names = (await this.#connection.send(['HKEYS', catalogKeys(instance).tables])) as Buffer[];
-      return names.map((name) => name.toString());
-    });
+    return this.#bounded(options, 'listTables', () => this.#catalog.list(instance));
   }
 
   deleteTable(ref: TableRef, options: CallOptions): Promise<void> {
     return this.#bounded(options, 'deleteTable', async () => {
-      const catalog = catalogKeys(ref.instance);
-      const generation = (await this.#connection.run(BEGIN_DELETE, [catalog.tables, catalog.reclaim], [ref.table])) as Buffer | null;
+      // From here on every call on this generation, in any process, answers "gone".
+      const generation = (await this.#connection.run(DELETE_TABLE, [tableRecordKey(ref.instance, ref.table)], [])) as Buffer | null;
       this.#tables.delete(cacheKey(ref));
       if (generation === null) throw tableNotFound(ref);
-      // From here on every script on this generation, in any process, answers "gone".
-      await this.#connection.send(['UNLINK', tableKeys(ref.instance, ref.table, generation.toString()).meta]);
-      this.#reclaimer.kick();
+      this.#reclaimer.reclaim(ref.instance, ref.table);
     });
   }
 
@@ -207,13 +186,13 @@ export class RedisStore implements DataStore {
       return decoded;
     };
     if (!this.#cluster) {
-      // The rows, then the table's meta key, in one round trip of plain commands, which Redis runs
-      // in order. A table's rows are removed only after its meta key: if the meta key still
-      // exists after the last row was read, no row was read from a table being deleted.
+      // The rows, then the table's record, in one round trip of plain commands, which Redis runs
+      // in order. A generation's rows are removed only after it has left the record: if the
+      // record still names it after the last row was read, no row was read from a table being deleted.
       const replies = keys.map((key) => this.#connection.send(['HGETALL', rowKey(table.keys, key)]));
-      replies.push(this.#connection.send(['EXISTS', table.keys.meta]));
+      replies.push(this.#connection.send(['HGET', table.keys.record, RECORD_GENERATION]));
       const rows = await Promise.all(replies);
-      return rows[keys.length] === 0 ? GONE : decode(rows);
+      return (rows[keys.length] as Buffer | null)?.toString() === table.generation ? decode(rows) : GONE;
     }
     return this.#readRowsAtomically(table, keys, decode);
   }
@@ -224,12 +203,12 @@ export class RedisStore implements DataStore {
     decode: (rows: readonly unknown[]) => Promise<Array<Row | null>>,
   ): Promise<Array<Row | null> | typeof GONE> {
     // In a cluster, a slot that is being moved can take commands of one connection out of order:
-    // each script checks the meta key and reads its rows atomically instead. A script holds
+    // each script checks the record and reads its rows atomically instead. A script holds
     // Redis's single thread while it runs, so a batch of keys is read by several of them.
     const chunks: Array<readonly Buffer[]> = [];
     for (let first = 0; first < keys.length; first += ROWS_PER_SCRIPT) chunks.push(keys.slice(first, first + ROWS_PER_SCRIPT));
     const replies = (await Promise.all(
-      chunks.map((chunk) => this.#connection.run(READ_ROWS, [table.keys.meta, ...chunk.map((key) => rowKey(table.keys, key))], [])),
+      chunks.map((chunk) => this.#connection.run(READ_ROWS, [table.keys.record, ...chunk.map((key) => rowKey(table.keys, key))], [table.generation])),
     )) as Array<Buffer[][] | null>;
     if (replies.some((reply) => reply === null)) return GONE;
     return decode(replies.flatMap((reply) => reply as Buffer[][]));
@@ -243,8 +222,8 @@ export class RedisStore implements DataStore {
     let first = true;
     while (remaining > 0) {
       const batch = Math.min(SCAN_BATCH_MAX, Math.max(remaining, SCAN_BATCH_MIN));
-      const args = [table.keys.rowPrefix, lower, upper, scan.reverse ? '1' : '0', String(batch)];
-      const reply = (await this.#bounded(options, 'scanRows', () => this.#connection.run(SCAN_ROWS, [table.keys.meta, table.keys.rows], args))) as
+      const args = [table.generation, table.keys.rowPrefix, lower, upper, scan.reverse ? '1' : '0', String(batch)];
+      const reply = (await this.#bounded(options, 'scanRows', () => this.#connection.run(SCAN_ROWS, [table.keys.record, table.keys.rows], args))) as
         | Array<Buffer | Buffer[]>
         | null;
       if (reply === null) {
@@ -292,19 +271,25 @@ export class RedisStore implements DataStore {
 
   /** Applies one row's packed mutations (their families checked): undefined when applied, or GONE. */
   async #mutate(table: TableGeneration, key: Buffer, packed: Buffer): Promise<undefined | typeof GONE> {
-    const reply = await this.#connection.run(MUTATE_ROW, [table.keys.meta, table.keys.rows, rowKey(table.keys, key)], [key, String(Date.now() * 1000), table.maxAgePolicy, packed]);
+    const reply = await this.#connection.run(MUTATE_ROW, [table.keys.record, table.keys.rows, rowKey(table.keys, key)], [
+      table.generation,
+      key,
+      String(Date.now() * 1000),
+      table.maxAgePolicy,
+      packed,
+    ]);
     return reply === 1 ? GONE : undefined;
   }
 
   /**
    * A mutation names a family the cached generation lacks. Families never change within a
    * generation, but the cache may hold one that was deleted or replaced by a table of the same
-   * name: the catalog decides. GONE when the table is no longer that generation; otherwise what
+   * name: the record decides. GONE when the table is no longer that generation; otherwise what
    * `answer` says.
    */
   async #familyMissing<T>(ref: TableRef, table: TableGeneration, answer: () => T): Promise<T | typeof GONE> {
-    const entry = await this.#readCatalog(ref);
-    return entry?.generation === table.generation ? answer() : GONE;
+    const record = await this.#readRecord(ref);
+    return record?.generation === table.generation ? answer() : GONE;
   }
 
   #withTable<T>(ref: TableRef, work: (table: TableGeneration) => Promise<T | typeof GONE>): Promise<T> {
@@ -317,7 +302,7 @@ export class RedisStore implements DataStore {
     return work(table).then((result) => (result === GONE ? this.#retryFresh(ref, table, work) : result));
   }
 
-  /** The work found the generation gone: read the catalog again, and retry on a new generation if there is one. */
+  /** The work found the generation gone: read the record again, and retry on a new generation if there is one. */
   async #retryFresh<T>(ref: TableRef, table: TableGeneration, work: (table: TableGeneration) => Promise<T | typeof GONE>): Promise<T> {
     const fresh = await this.#table(ref, true);
     if (fresh.generation !== table.generation) {
@@ -328,23 +313,27 @@ export class RedisStore implements DataStore {
     throw tableNotFound(ref);
   }
 
-  /** The table's generation: from the cache, or (fresh) from the catalog. */
+  /** The table's generation: from the cache, or (fresh) from its record. */
   async #table(ref: TableRef, fresh = false): Promise<TableGeneration> {
     const cached = fresh ? undefined : this.#tables.get(cacheKey(ref));
     if (cached !== undefined) return cached;
-    const entry = await this.#readCatalog(ref);
-    if (entry === undefined) {
+    const record = await this.#readRecord(ref);
+    if (record === undefined) {
       this.#tables.delete(cacheKey(ref));
       throw tableNotFound(ref);
     }
-    const table = generationOf(ref, entry);
+    const table = generationOf(ref, record);
     this.#tables.set(cacheKey(ref), table);
     return table;
   }
 
-  async #readCatalog(ref: TableRef): Promise<CatalogEntry | undefined> {
-    const json = (await this.#connection.send(['HGET', catalogKeys(ref.instance).tables, ref.table])) as Buffer | null;
-    return json === null ? undefined : parseCatalogEntry(json.toString());
+  /** The table's record: its live generation and families, or undefined when there is no such table. */
+  async #readRecord(ref: TableRef): Promise<TableRecord | undefined> {
+    const [generation, families] = (await this.#connection.send(['HMGET', tableRecordKey(ref.instance, ref.table), RECORD_GENERATION, RECORD_FAMILIES])) as [
+      Buffer | null,
+      Buffer | null,
+    ];
+    return generation === null || families === null ? undefined : { generation: generation.toString(), families: parseFamilies(families.toString()) };
   }
 
   /**
@@ -393,13 +382,13 @@ export class RedisStore implements DataStore {
 
 }
 
-function generationOf(ref: TableRef, entry: CatalogEntry): TableGeneration {
+function generationOf(ref: TableRef, record: TableRecord): TableGeneration {
   return {
-    generation: entry.generation,
-    keys: tableKeys(ref.instance, ref.table, entry.generation),
-    families: tableFamilies(entry.families),
-    hasMaxAge: entry.families.some((family) => (family.maxAgeSeconds ?? 0) > 0),
-    maxAgePolicy: entry.families
+    generation: record.generation,
+    keys: tableKeys(ref.instance, ref.table, record.generation),
+    families: tableFamilies(record.families),
+    hasMaxAge: record.families.some((family) => (family.maxAgeSeconds ?? 0) > 0),
+    maxAgePolicy: record.families
       .filter((family) => (family.maxAgeSeconds ?? 0) > 0)
       .map((family) => `${family.name} ${family.maxAgeSeconds}`)
       .join(' '),

@@ -82,7 +82,7 @@ export interface FamilyOrder {
 /** The table's families by name. */
 export type TableFamilies = ReadonlyMap<string, FamilyOrder>;
 
-/** The families of a catalog entry, each with its rank in name order. */
+/** The families of a table record, each with its rank in name order. */
 export function tableFamilies(families: ReadonlyArray<{ readonly name: string; readonly maxAgeSeconds?: number }>): TableFamilies {
   const names = families.map((family) => family.name).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
   return new Map(families.map((family) => [family.name, { name: family.name, maxAgeMicros: BigInt(family.maxAgeSeconds ?? 0) * 1_000_000n, rank: names.indexOf(family.name) }]));

@@ -3,7 +3,7 @@ import { PACKED_MUTATION } from './row-codec.ts';
 
 /**
  * The Lua scripts of the Redis store. Each runs atomically in Redis and touches the keys of one
- * hash-tag slot only (catalog scripts the instance's slot, row scripts the table generation's),
+ * hash-tag slot only (catalog scripts the instance's slot, table and row scripts the table's),
  * so that they also run in Redis Cluster. They use nothing newer than Redis 7.0.
  *
  * A script is run by the SHA1 of its source, so a script whose arguments change is a new script
@@ -20,7 +20,7 @@ function script(name: string, source: string): Script {
   return { name, source, sha1: createHash('sha1').update(source).digest('hex') };
 }
 
-// Redis's clock, for the catalog's bookkeeping, which every process shares. Scripts may call
+// Redis's clock, for the bookkeeping of tables, which every process shares. Scripts may call
 // TIME: since Redis 7.0 they are replicated by their effects only.
 const CLOCK = `
 local clock = redis.call('TIME')
@@ -28,87 +28,114 @@ local nowMs = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
 `;
 
 /**
- * beginCreate: KEYS tables, reclaim; ARGV table, reclaim member, grace ms.
- * Refuses (0) when the table exists; otherwise registers the new generation for reclaiming after
- * the grace period (1), so that keys of a creation that never commits are removed in the end.
+ * registerTable: KEYS tables; ARGV table.
+ * Puts the table's name in the instance's list, stamped with Redis's time, which it returns:
+ * the record must then be written before that time plus the grace period (createTable), or not
+ * at all, so that a name is never pruned from the list while its table is being created.
  */
-export const BEGIN_CREATE = script(
-  'beginCreate',
+export const REGISTER_TABLE = script(
+  'registerTable',
   `${CLOCK}
-if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 1 then return 0 end
-redis.call('ZADD', KEYS[2], nowMs + tonumber(ARGV[3]), ARGV[2])
-return 1`,
+redis.call('HSET', KEYS[1], ARGV[1], nowMs)
+return nowMs`,
 );
 
 /**
- * commitCreate: KEYS tables, reclaim; ARGV table, reclaim member, catalog entry.
- * Publishes the table (1) unless it exists by now (0) or its generation is already due for
- * reclaiming (2): then the meta key may be gone, and the table must not be published.
+ * createTable: KEYS the table's record; ARGV generation, families (JSON), the time (ms) after
+ * which it must not create.
+ * 1 when created; 0 when the table exists (nothing changed); 2 when too late (nothing created).
  */
-export const COMMIT_CREATE = script(
-  'commitCreate',
-  `${CLOCK}
-if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 1 then return 0 end
-local due = redis.call('ZSCORE', KEYS[2], ARGV[2])
-if not due or tonumber(due) <= nowMs then return 2 end
-redis.call('HSET', KEYS[1], ARGV[1], ARGV[3])
-redis.call('ZREM', KEYS[2], ARGV[2])
+export const CREATE_TABLE = script(
+  'createTable',
+  `if redis.call('HEXISTS', KEYS[1], 'generation') == 1 then return 0 end
+${CLOCK}
+if nowMs > tonumber(ARGV[3]) then return 2 end
+redis.call('HSET', KEYS[1], 'generation', ARGV[1], 'families', ARGV[2])
 return 1`,
 );
 
 /**
- * abandonCreate: KEYS reclaim; ARGV reclaim member. Makes an uncommitted generation due at once.
- */
-export const ABANDON_CREATE = script(
-  'abandonCreate',
-  `if redis.call('ZSCORE', KEYS[1], ARGV[1]) then redis.call('ZADD', KEYS[1], 0, ARGV[1]) end
-return 1`,
-);
-
-/**
- * beginDelete: KEYS tables, reclaim; ARGV table.
- * Removes the table from the catalog and queues its generation for reclaiming, in one step.
+ * deleteTable: KEYS the table's record.
+ * Takes the generation out of the record and marks it deleted, for the reclaimer, in one step.
  * Returns the generation, or nil when there is no such table.
  */
-export const BEGIN_DELETE = script(
-  'beginDelete',
-  `local entry = redis.call('HGET', KEYS[1], ARGV[1])
-if not entry then return false end
-local generation = cjson.decode(entry).generation
-redis.call('HDEL', KEYS[1], ARGV[1])
-redis.call('ZADD', KEYS[2], 0, ARGV[1] .. '/' .. generation)
+export const DELETE_TABLE = script(
+  'deleteTable',
+  `local generation = redis.call('HGET', KEYS[1], 'generation')
+if not generation then return false end
+${CLOCK}
+redis.call('HDEL', KEYS[1], 'generation', 'families')
+redis.call('HSET', KEYS[1], 'deleted:' .. generation, nowMs)
 return generation`,
 );
 
 /**
- * claimReclaim: KEYS tables, reclaim; ARGV reclaim member, table, generation.
- * 1 when the generation is due and not the table's live one: it is then marked due for good
- * (score 0), so that a slow commitCreate can no longer publish it. 0 otherwise; a stale entry
- * naming the live generation is dropped.
+ * readCatalog: KEYS tables, catalog state.
+ * {Redis's time (ms), the catalog state ("" when there is none), then every name and the time
+ * it was registered}, read together.
  */
-export const CLAIM_RECLAIM = script(
-  'claimReclaim',
+export const READ_CATALOG = script(
+  'readCatalog',
   `${CLOCK}
-local due = redis.call('ZSCORE', KEYS[2], ARGV[1])
-if not due or tonumber(due) > nowMs then return 0 end
-local entry = redis.call('HGET', KEYS[1], ARGV[2])
-if entry and cjson.decode(entry).generation == ARGV[3] then
-  redis.call('ZREM', KEYS[2], ARGV[1])
-  return 0
-end
-if tonumber(due) ~= 0 then redis.call('ZADD', KEYS[2], 0, ARGV[1]) end
+return {nowMs, redis.call('GET', KEYS[2]) or '', redis.call('HGETALL', KEYS[1])}`,
+);
+
+/**
+ * pruneCatalog: KEYS tables; ARGV table, the registration time read before the table's record
+ * was found empty. Removes the name only if it has not been registered again since (1), else 0.
+ */
+export const PRUNE_CATALOG = script(
+  'pruneCatalog',
+  `if redis.call('HGET', KEYS[1], ARGV[1]) ~= ARGV[2] then return 0 end
+redis.call('HDEL', KEYS[1], ARGV[1])
 return 1`,
 );
 
 /**
- * mutateRow: KEYS meta, rows (the index), row; ARGV row key, the caller's clock in microseconds
- * (retention is judged by the clock that assigns timestamps), the maxAge of the families that
- * have one ("<family> <seconds> …", empty when none), then the mutations packed in one string
- * (packMutations in row-codec.ts): op ("s" set, "c" deleteColumn, "f" deleteFamily, "r"
- * deleteRow), family, column, timestamp, value.
- * Returns 1 when the table is gone (nothing written), 0 when applied. The caller has checked the
- * families against the generation's (they never change): the meta key's existence, checked
- * here, says the generation is still the table's.
+ * beginRebuild: KEYS catalog state; ARGV a new rebuild ID.
+ * nil when the list is complete; otherwise the ID of the rebuild under way (this one, when none
+ * was), which finishRebuild names.
+ */
+export const BEGIN_REBUILD = script(
+  'beginRebuild',
+  `local state = redis.call('GET', KEYS[1])
+if state and string.sub(state, 1, 9) == 'complete ' then return false end
+if state and string.sub(state, 1, 11) == 'rebuilding ' then return string.sub(state, 12) end
+redis.call('SET', KEYS[1], 'rebuilding ' .. ARGV[1])
+return ARGV[1]`,
+);
+
+/** registerFound: KEYS tables; ARGV table names found by a rebuild. Registers those not listed. */
+export const REGISTER_FOUND = script(
+  'registerFound',
+  `${CLOCK}
+for i = 1, #ARGV do redis.call('HSETNX', KEYS[1], ARGV[i], nowMs) end
+return #ARGV`,
+);
+
+/**
+ * finishRebuild: KEYS catalog state; ARGV the rebuild's ID.
+ * 1 when the list is complete now; 0 when the state is no longer that rebuild's (the instance's
+ * slot lost its data again meanwhile): the rebuild must start over.
+ */
+export const FINISH_REBUILD = script(
+  'finishRebuild',
+  `local state = redis.call('GET', KEYS[1])
+if state == 'complete ' .. ARGV[1] then return 1 end
+if state ~= 'rebuilding ' .. ARGV[1] then return 0 end
+redis.call('SET', KEYS[1], 'complete ' .. ARGV[1])
+return 1`,
+);
+
+/**
+ * mutateRow: KEYS the table's record, rows (the index), row; ARGV generation, row key, the
+ * caller's clock in microseconds (retention is judged by the clock that assigns timestamps), the
+ * maxAge of the families that have one ("<family> <seconds> …", empty when none), then the
+ * mutations packed in one string (packMutations in row-codec.ts): op ("s" set, "c"
+ * deleteColumn, "f" deleteFamily, "r" deleteRow), family, column, timestamp, value.
+ * Returns 1 when the generation is no longer the table's (nothing written), 0 when applied. The
+ * caller has checked the families against the generation's (they never change): the record,
+ * checked here, says the generation is still the table's.
  *
  * A set never replaces a value with a newer timestamp (the store keeps the latest version only),
  * and one already past its family's maxAge is not written. After the mutations, cells past their
@@ -116,11 +143,11 @@ return 1`,
  */
 export const MUTATE_ROW = script(
   'mutateRow',
-  `if redis.call('EXISTS', KEYS[1]) == 0 then return 1 end
-local nowMicros = tonumber(ARGV[2])
-local maxAge, pruning = {}, ARGV[3] ~= ''
+  `if redis.call('HGET', KEYS[1], 'generation') ~= ARGV[1] then return 1 end
+local nowMicros = tonumber(ARGV[3])
+local maxAge, pruning = {}, ARGV[4] ~= ''
 if pruning then
-  for family, age in string.gmatch(ARGV[3], '(%S+) (%S+)') do maxAge[family] = tonumber(age) end
+  for family, age in string.gmatch(ARGV[4], '(%S+) (%S+)') do maxAge[family] = tonumber(age) end
 end
 local function expired(family, ts)
   local age = maxAge[family]
@@ -134,7 +161,7 @@ local function later(a, b)
   if a == b then return false end
   return (a > b) ~= aNegative
 end
-local row, mutations, at = KEYS[3], ARGV[4], 1
+local row, mutations, at = KEYS[3], ARGV[5], 1
 while at <= #mutations do
   local op, family, column, ts, value
   op, family, column, ts, value, at = struct.unpack('${PACKED_MUTATION}', mutations, at)
@@ -166,45 +193,46 @@ if pruning then
   end
 end
 if redis.call('EXISTS', row) == 1 then
-  redis.call('ZADD', KEYS[2], 0, ARGV[1])
+  redis.call('ZADD', KEYS[2], 0, ARGV[2])
 else
-  redis.call('ZREM', KEYS[2], ARGV[1])
+  redis.call('ZREM', KEYS[2], ARGV[2])
 end
 return 0`,
 );
 
 /**
- * readRows: KEYS meta, then one row hash per key asked for.
- * nil when the table is gone; otherwise the fields and values of each row, in KEYS order.
+ * readRows: KEYS the table's record, then one row hash per key asked for; ARGV generation.
+ * nil when the generation is no longer the table's; otherwise the fields and values of each
+ * row, in KEYS order.
  */
 export const READ_ROWS = script(
   'readRows',
-  `if redis.call('EXISTS', KEYS[1]) == 0 then return false end
+  `if redis.call('HGET', KEYS[1], 'generation') ~= ARGV[1] then return false end
 local out = {}
 for i = 2, #KEYS do out[i - 1] = redis.call('HGETALL', KEYS[i]) end
 return out`,
 );
 
 /**
- * scanRows: KEYS meta, rows (the index); ARGV row-key prefix, lower and upper lex bound, "1" for
- * descending order, most index entries to read.
- * nil when the table is gone; otherwise {key, fields of that row, key, fields, …}. The row
- * hashes are not in KEYS: their names come from the index, and they share the index's hash tag
- * and so its slot.
+ * scanRows: KEYS the table's record, rows (the index); ARGV generation, row-key prefix, lower and
+ * upper lex bound, "1" for descending order, most index entries to read.
+ * nil when the generation is no longer the table's; otherwise {key, fields of that row, key,
+ * fields, …}. The row hashes are not in KEYS: their names come from the index, and they share
+ * the index's hash tag and so its slot.
  */
 export const SCAN_ROWS = script(
   'scanRows',
-  `if redis.call('EXISTS', KEYS[1]) == 0 then return false end
+  `if redis.call('HGET', KEYS[1], 'generation') ~= ARGV[1] then return false end
 local keys
-if ARGV[4] == '1' then
-  keys = redis.call('ZRANGE', KEYS[2], ARGV[3], ARGV[2], 'BYLEX', 'REV', 'LIMIT', 0, tonumber(ARGV[5]))
+if ARGV[5] == '1' then
+  keys = redis.call('ZRANGE', KEYS[2], ARGV[4], ARGV[3], 'BYLEX', 'REV', 'LIMIT', 0, tonumber(ARGV[6]))
 else
-  keys = redis.call('ZRANGE', KEYS[2], ARGV[2], ARGV[3], 'BYLEX', 'LIMIT', 0, tonumber(ARGV[5]))
+  keys = redis.call('ZRANGE', KEYS[2], ARGV[3], ARGV[4], 'BYLEX', 'LIMIT', 0, tonumber(ARGV[6]))
 end
 local out = {}
 for _, key in ipairs(keys) do
   out[#out + 1] = key
-  out[#out + 1] = redis.call('HGETALL', ARGV[1] .. key)
+  out[#out + 1] = redis.call('HGETALL', ARGV[2] .. key)
 end
 return out`,
 );

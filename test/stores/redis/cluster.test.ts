@@ -29,17 +29,12 @@ describe('redis store on a Redis Cluster (3 primaries)', () => {
     await cluster?.stop();
   });
 
-  /** Which node serves `key`'s slot, by its port (from CLUSTER NODES). */
-  async function owner(key: string): Promise<number> {
-    const slot = Number((await cluster.nodes[0]!.cli('--raw', 'CLUSTER', 'KEYSLOT', key)).trim());
-    for (const line of (await cluster.nodes[0]!.cli('--raw', 'CLUSTER', 'NODES')).trim().split('\n')) {
-      const [, address = '', , , , , , , ...ranges] = line.split(' ');
-      for (const range of ranges) {
-        const [from = -1, to = from] = range.split('-').map(Number);
-        if (slot >= from && slot <= to) return Number(address.split(/[:@]/)[1]);
-      }
-    }
-    throw new Error(`no node serves slot ${slot}`);
+  /** Which node serves `key`'s slot, by its port. */
+  const owner = async (key: string): Promise<number> => (await cluster.nodeFor(key)).port;
+  /** A table's live generation, as its record holds it. */
+  async function generation(ref: { instance: string; table: string }): Promise<string> {
+    const record = `kvcrud:{${ref.instance}/${ref.table}}:table`;
+    return (await redisCli(await owner(record), ['--raw', 'HGET', record, 'generation'])).trim();
   }
 
   it('serves tables spread over the primaries: writes, reads, batches and scans in both directions', async function () {
@@ -65,14 +60,14 @@ describe('redis store on a Redis Cluster (3 primaries)', () => {
     // Each table's keys share one slot (its hash tag); the tables themselves are spread out.
     const homes = new Set<number>();
     for (const ref of tables) {
-      const gen = (JSON.parse(await redisCli(await owner(`kvcrud:{${ref.instance}}:tables`), ['--raw', 'HGET', `kvcrud:{${ref.instance}}:tables`, ref.table])) as { generation: string }).generation;
-      const tag = `kvcrud:{${ref.instance}/${ref.table}/${gen}}`;
+      const gen = await generation(ref);
+      const tag = `kvcrud:{${ref.instance}/${ref.table}}`;
       const slots = new Set(
-        await Promise.all([`${tag}:meta`, `${tag}:rows`, `${tag}:r:k007`].map(async (key) => (await cluster.nodes[0]!.cli('--raw', 'CLUSTER', 'KEYSLOT', key)).trim())),
+        await Promise.all([`${tag}:table`, `${tag}:${gen}:rows`, `${tag}:${gen}:r:k007`].map(async (key) => (await cluster.nodes[0]!.cli('--raw', 'CLUSTER', 'KEYSLOT', key)).trim())),
       );
       expect(slots.size, `slots of ${ref.table}`).to.equal(1);
-      const home = await owner(`${tag}:rows`);
-      expect(await redisCli(home, ['HGETALL', `${tag}:r:k007`])).to.equal(`1) "cf:c"\n2) "1:${ref.table}-7"\n`);
+      const home = await owner(`${tag}:table`);
+      expect(await redisCli(home, ['HGETALL', `${tag}:${gen}:r:k007`])).to.equal(`1) "cf:c"\n2) "1:${ref.table}-7"\n`);
       homes.add(home);
     }
     expect(homes.size, 'primaries holding tables').to.be.above(1);
@@ -87,13 +82,13 @@ describe('redis store on a Redis Cluster (3 primaries)', () => {
     expect(isStoreError(error, 'NOT_FOUND') && error.resource === 'columnFamily').to.equal(true);
     expect((await store.readRows(ref, [b('k')], { versions: 1 }, call()))[0]?.cells[0]?.value.toString()).to.equal('kept');
 
-    const gen = (JSON.parse(await redisCli(await owner('kvcrud:{odd}:tables'), ['--raw', 'HGET', 'kvcrud:{odd}:tables', 'gone'])) as { generation: string }).generation;
+    expect(await generation(ref)).to.match(/^[0-9a-f]{12}$/);
     await store.deleteTable(ref, call());
     const missing = await store.readRows(ref, [b('k')], { versions: 1 }, call()).catch((caught: unknown) => caught);
     expect(isStoreError(missing, 'NOT_FOUND') && missing.resource === 'table').to.equal(true);
     await store.reclaimed();
-    const home = await owner(`kvcrud:{odd/gone/${gen}}:rows`);
-    expect(await redisCli(home, ['--raw', '--scan', '--pattern', `kvcrud:{odd/gone/${gen}}*`])).to.equal('');
+    const home = await owner('kvcrud:{odd/gone}:table');
+    expect(await redisCli(home, ['--raw', '--scan', '--pattern', 'kvcrud:{odd/gone}*'])).to.equal('');
   });
 
   it('a cluster no node of which answers: calls answer UNAVAILABLE at once', async () => {
@@ -137,8 +132,7 @@ describe('redis store on a Redis Cluster (3 primaries)', () => {
     this.timeout(30_000);
     const homes = new Map<string, number>();
     for (const ref of tables) {
-      const gen = (JSON.parse(await redisCli(await owner(`kvcrud:{${ref.instance}}:tables`), ['--raw', 'HGET', `kvcrud:{${ref.instance}}:tables`, ref.table])) as { generation: string }).generation;
-      homes.set(ref.table, await owner(`kvcrud:{${ref.instance}/${ref.table}/${gen}}:rows`));
+      homes.set(ref.table, await owner(`kvcrud:{${ref.instance}/${ref.table}}:table`));
     }
     // The node holding the first table's rows.
     const victim = cluster.nodes.find((node) => node.port === homes.get('t0'))!;

@@ -132,7 +132,7 @@ describe('redis store: backend faults', () => {
     await waitUntil(() => outcome(store.checkHealth(within(500))), 'OK');
 
     // The store still holds the table's generation in its cache: the scripts' check of the
-    // meta key, not the cache, decides.
+    // table's record, not the cache, decides.
     expect(await outcome(store.readRows(t, [b('k')], { versions: 1 }, within(2000)))).to.equal('NOT_FOUND table');
     expect(await outcome(store.mutateRow(t, b('k'), [set('v')], within(2000)))).to.equal('NOT_FOUND table');
     expect(await outcome(store.mutateRows(t, [{ key: b('k'), mutations: [set('v')] }], within(2000)))).to.equal('NOT_FOUND table');
@@ -143,8 +143,9 @@ describe('redis store: backend faults', () => {
     };
     expect(await outcome(scan())).to.equal('NOT_FOUND table');
     expect(await store.listTables('inst', within(2000))).to.deep.equal([]);
-    // Nothing was written for the refused calls: the empty Redis stays empty.
-    expect(await server.cli('DBSIZE')).to.equal('(integer) 0\n');
+    // Nothing was written for the refused calls: the empty Redis holds only the state of the
+    // instance's list of tables, found whole (and empty) again.
+    expect(await server.cli('--raw', '--scan')).to.equal('kvcrud:{inst}:catalog-state\n');
 
     await store.createTable(t, [{ name: 'cf' }], within(2000));
     await store.mutateRow(t, b('k'), [set('again')], within(2000));

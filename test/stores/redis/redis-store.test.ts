@@ -227,13 +227,13 @@ describe('redis store', () => {
       let [row] = await store.readRows(t, [key], { versions: 1 }, call());
       expect(row?.cells.map((cell) => cell.column.toString())).to.deep.equal(['k', 'fresh']);
       // The expired write was not stored at all.
-      expect(await server.cli('HLEN', `kvcrud:{inst/t/${await generation()}}:r:k`)).to.equal('(integer) 2\n');
+      expect(await server.cli('HLEN', `kvcrud:{inst/t}:${await generation()}:r:k`)).to.equal('(integer) 2\n');
       await new Promise((resolve) => setTimeout(resolve, 1300));
       [row] = await store.readRows(t, [key], { versions: 1 }, call());
       expect(row?.cells.map((cell) => cell.column.toString())).to.deep.equal(['k']);
       expect(await collect(store.scanRows(t, { range: {}, reverse: false, limit: 10, versions: 1, columns: [{ family: 'short' }] }, call()))).to.deep.equal([]);
       await store.mutateRow(t, key, [set('keep', 'k2', 'x', 1n)], call());
-      expect(await server.cli('HLEN', `kvcrud:{inst/t/${await generation()}}:r:k`)).to.equal('(integer) 2\n');
+      expect(await server.cli('HLEN', `kvcrud:{inst/t}:${await generation()}:r:k`)).to.equal('(integer) 2\n');
     });
   });
 
@@ -324,24 +324,29 @@ describe('redis store', () => {
       await store.createTable(t, [{ name: 'cf', maxAgeSeconds: 3600 }, { name: 'other' }], call());
       const ts = nowMicros();
       await store.mutateRow(t, b('user#1'), [set('cf', 'name', 'Ada', ts), set('other', 'n', Buffer.from([0, 1]), 42n)], call());
+      expect(await store.listTables('inst', call())).to.deep.equal(['t']);
       const gen = await generation();
       expect(gen).to.match(/^[0-9a-f]{12}$/);
-      expect(JSON.parse(await server.cli('--raw', 'HGET', 'kvcrud:{inst}:tables', 't'))).to.deep.equal({
-        generation: gen,
-        families: [{ name: 'cf', maxAgeSeconds: 3600 }, { name: 'other' }],
-      });
-      expect(await server.cli('HGETALL', `kvcrud:{inst/t/${gen}}:meta`)).to.equal('1) "cf"\n2) "3600"\n3) "other"\n4) "0"\n');
-      expect(await server.cli('ZRANGE', `kvcrud:{inst/t/${gen}}:rows`, '-', '+', 'BYLEX')).to.equal('1) "user#1"\n');
-      expect(await server.cli('HGETALL', `kvcrud:{inst/t/${gen}}:r:user#1`)).to.equal(
+      expect(await server.cli('HGETALL', 'kvcrud:{inst/t}:table')).to.equal(
+        `1) "generation"\n2) "${gen}"\n3) "families"\n4) "[{\\"name\\":\\"cf\\",\\"maxAgeSeconds\\":3600},{\\"name\\":\\"other\\"}]"\n`,
+      );
+      expect(await server.cli('ZRANGE', `kvcrud:{inst/t}:${gen}:rows`, '-', '+', 'BYLEX')).to.equal('1) "user#1"\n');
+      expect(await server.cli('HGETALL', `kvcrud:{inst/t}:${gen}:r:user#1`)).to.equal(
         `1) "cf:name"\n2) "${ts}:Ada"\n3) "other:n"\n4) "42:\\x00\\x01"\n`,
       );
-      expect(await server.cli('TYPE', `kvcrud:{inst/t/${gen}}:r:user#1`)).to.equal('hash\n');
+      expect(await server.cli('TYPE', `kvcrud:{inst/t}:${gen}:r:user#1`)).to.equal('hash\n');
+      // The list of tables: each name with the time (ms) it was registered; and the list is whole.
+      const registered = Number((await server.cli('--raw', 'HGET', 'kvcrud:{inst}:tables', 't')).trim());
+      expect(Math.abs(registered - Date.now())).to.be.below(10_000);
+      expect(await server.cli('--raw', 'GET', 'kvcrud:{inst}:catalog-state')).to.match(/^complete [0-9a-f]{12}\n$/);
       const keys = (await server.cli('--raw', '--scan')).trim().split('\n').sort();
-      expect(keys).to.deep.equal(['kvcrud:{inst}:tables', `kvcrud:{inst/t/${gen}}:meta`, `kvcrud:{inst/t/${gen}}:r:user#1`, `kvcrud:{inst/t/${gen}}:rows`].sort());
+      expect(keys).to.deep.equal(
+        ['kvcrud:{inst}:tables', 'kvcrud:{inst}:catalog-state', 'kvcrud:{inst/t}:table', `kvcrud:{inst/t}:${gen}:r:user#1`, `kvcrud:{inst/t}:${gen}:rows`].sort(),
+      );
     });
   });
 
   async function generation(): Promise<string> {
-    return (JSON.parse(await server.cli('--raw', 'HGET', 'kvcrud:{inst}:tables', 't')) as { generation: string }).generation;
+    return (await server.cli('--raw', 'HGET', 'kvcrud:{inst/t}:table', 'generation')).trim();
   }
 });

@@ -55,8 +55,8 @@ describe('redis store: served by the service from a STORES_FILE', () => {
     expect(read.status).to.equal(200);
     expect(read.body?.['data']?.[0]).to.include({ columnFamily: 'profile', columnName: 'name', columnValue: 'Ada' });
 
-    const entry = JSON.parse(await server.cli('--raw', 'HGET', 'kvcrud:{sessions}:tables', 'users')) as { generation: string };
-    const stored = await server.cli('HGETALL', `kvcrud:{sessions/users/${entry.generation}}:r:user#1`);
+    const generation = (await server.cli('--raw', 'HGET', 'kvcrud:{sessions/users}:table', 'generation')).trim();
+    const stored = await server.cli('HGETALL', `kvcrud:{sessions/users}:${generation}:r:user#1`);
     expect(stored).to.match(/^1\) "profile:name"\n2\) "\d{16}:Ada"\n$/);
   });
 

@@ -35,11 +35,16 @@ async function fill(store: RedisStore, count: number, cells: number): Promise<vo
 }
 
 async function generation(server: RedisServer): Promise<string> {
-  return (JSON.parse(await server.cli('--raw', 'HGET', 'kvcrud:{inst}:tables', 't')) as { generation: string }).generation;
+  return (await server.cli('--raw', 'HGET', 'kvcrud:{inst/t}:table', 'generation')).trim();
+}
+
+/** The fields of the table's record, sorted. */
+async function recordFields(server: RedisServer): Promise<string[]> {
+  return (await server.cli('--raw', 'HKEYS', 'kvcrud:{inst/t}:table')).split('\n').filter((field) => field !== '').sort();
 }
 
 async function keysOf(server: RedisServer, gen: string): Promise<number> {
-  const out = (await server.cli('--raw', '--scan', '--pattern', `kvcrud:{inst/t/${gen}}*`)).trim();
+  const out = (await server.cli('--raw', '--scan', '--pattern', `kvcrud:{inst/t}:${gen}:*`)).trim();
   return out === '' ? 0 : out.split('\n').length;
 }
 
@@ -120,7 +125,7 @@ describe('redis store: deleting a table', () => {
     expect(afterDeletion.every((result) => result === 'NOT_FOUND'), 'calls after deleteTable resolved').to.equal(true);
     expect(seen.complete).to.be.above(0);
     expect(await keysOf(server, gen), 'keys of the deleted generation left').to.equal(0);
-    expect(await server.cli('ZCARD', 'kvcrud:{inst}:reclaim')).to.equal('(integer) 0\n');
+    expect(await recordFields(server), 'the record, once the deleted generation is reclaimed').to.deep.equal([]);
     const slow = (await server.cli('--raw', 'SLOWLOG', 'GET', '128')).split('\n').filter((line) => /^(UNLINK|ZREM|ZRANGE)$/i.test(line));
     expect(slow, 'reclaim commands that held Redis for 50 ms or more').to.deep.equal([]);
   });
@@ -148,7 +153,7 @@ describe('redis store: deleting a table', () => {
       let left = ROWS;
       while (left === ROWS) {
         await sleep(20);
-        left = Number((await server.cli('--raw', 'ZCARD', `kvcrud:{inst/t/${gen}}:rows`)).trim());
+        left = Number((await server.cli('--raw', 'ZCARD', `kvcrud:{inst/t}:${gen}:rows`)).trim());
       }
       const exited = new Promise((resolve) => child?.once('exit', resolve));
       child.kill('SIGKILL');
@@ -156,10 +161,10 @@ describe('redis store: deleting a table', () => {
     } finally {
       await proxy.close();
     }
-    const left = Number((await server.cli('--raw', 'ZCARD', `kvcrud:{inst/t/${gen}}:rows`)).trim());
+    const left = Number((await server.cli('--raw', 'ZCARD', `kvcrud:{inst/t}:${gen}:rows`)).trim());
     expect(left, 'rows left by the killed process').to.be.above(0).and.below(ROWS);
-    expect(await server.cli('--raw', 'ZRANGE', 'kvcrud:{inst}:reclaim', '0', '-1')).to.equal(`t/${gen}\n`);
-    expect(await server.cli('EXISTS', `kvcrud:{inst/t/${gen}}:meta`), 'the meta key goes first').to.equal('(integer) 0\n');
+    // The record no longer names a live generation, and marks the deleted one for reclaiming.
+    expect(await recordFields(server)).to.deep.equal([`deleted:${gen}`]);
 
     // Another process: the table is gone for it, and it can create one of the same name while
     // its start-up sweep reclaims the old generation.
@@ -172,24 +177,18 @@ describe('redis store: deleting a table', () => {
     expect(fresh).to.deep.equal([]);
     await next.reclaimed();
     expect(await keysOf(server, gen), 'keys of the deleted generation left').to.equal(0);
-    expect(await server.cli('ZCARD', 'kvcrud:{inst}:reclaim')).to.equal('(integer) 0\n');
+    expect(await recordFields(server)).to.deep.equal(['families', 'generation']);
     expect(await generation(server)).not.to.equal(gen);
   });
 
-  it('reclaims the keys of a creation that never committed, once its grace period is over', async function () {
+  it('prunes from the list a name registered long ago whose table has no record, and keeps a recent one', async function () {
+    // Two creations that stopped after registering their names, before writing their records:
+    // one eleven minutes ago, one just now, which may still be under way.
+    await server.cli('HSET', 'kvcrud:{inst}:tables', 'stale', String(Date.now() - 11 * 60_000), 'recent', String(Date.now()));
     const store = open();
-    // A creation that stopped after its first two steps: registered for reclaiming (here already
-    // due) and its meta key written, but never published in the catalog.
-    await server.cli('HSET', 'kvcrud:{inst/t/0123456789ab}:meta', 'cf', '0');
-    await server.cli('ZADD', 'kvcrud:{inst}:reclaim', '1', 't/0123456789ab');
     await store.createTable({ instance: 'inst', table: 'live' }, [{ name: 'cf' }], call());
-    // A pending creation still within its grace period is left alone.
-    await server.cli('HSET', 'kvcrud:{inst/u/ba9876543210}:meta', 'cf', '0');
-    await server.cli('ZADD', 'kvcrud:{inst}:reclaim', String(Date.now() + 60_000), 'u/ba9876543210');
-    await store.deleteTable({ instance: 'inst', table: 'live' }, call()); // kicks a sweep
-    await store.reclaimed();
-    expect(await server.cli('EXISTS', 'kvcrud:{inst/t/0123456789ab}:meta')).to.equal('(integer) 0\n');
-    expect(await server.cli('EXISTS', 'kvcrud:{inst/u/ba9876543210}:meta')).to.equal('(integer) 1\n');
-    expect(await server.cli('--raw', 'ZRANGE', 'kvcrud:{inst}:reclaim', '0', '-1')).to.equal('u/ba9876543210\n');
+    expect((await store.listTables('inst', call())).sort()).to.deep.equal(['live']);
+    await store.reclaimed(); // the start-up sweep
+    expect((await server.cli('--raw', 'HKEYS', 'kvcrud:{inst}:tables')).split('\n').filter(Boolean).sort()).to.deep.equal(['live', 'recent']);
   });
 });
