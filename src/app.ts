@@ -39,6 +39,12 @@ import { type Metrics, createMetrics } from './telemetry/metrics.ts';
 /** One client address may take this share of the credential-check budget (MAX_INFLIGHT_UNAUTHENTICATED / 4). */
 const CHECKS_SHARE_PER_ADDRESS = 4;
 
+/**
+ * A trailing slash is never another name of a resource: `…/rows/..`, which URL parsers turn into
+ * `…/tables/{table}/`, must not reach the table, nor `…/rows/a/` the row `a`.
+ */
+const STRICT_ROUTING = { strict: true } as const;
+
 const VERSION = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 
 export interface AppDeps {
@@ -108,7 +114,7 @@ export function createApp({ config, stores: opened, logger, metrics = createMetr
     });
   };
 
-  const router = new Router<AppState>();
+  const router = new Router<AppState>(STRICT_ROUTING);
   // The probes and the metrics scrape are never shed nor rate limited: an overloaded pod is
   // alive, and its metrics are what shows the overload.
   healthRoutes(router, stores, drain, { storeTimeoutMs: config.storeTimeoutMs, logger });
@@ -158,7 +164,7 @@ function byTag(tag: Operation['tag']): Operation[] {
  * kept from the API's callers.
  */
 export function createMetricsApp({ metrics, logger }: { metrics: Metrics; logger: Logger }): Koa<AppState> {
-  const router = new Router<AppState>();
+  const router = new Router<AppState>(STRICT_ROUTING);
   metricsRoutes(router, metrics.registry);
   const app = new Koa<AppState>();
   app.use(requestId());

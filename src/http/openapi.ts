@@ -247,7 +247,7 @@ function pathParameters(stores: readonly DocumentedStore[], authenticated: boole
     table: path('table', 'The table.', toJsonSchema(schemas.tableName), 'orders'),
     key: path(
       'key',
-      'The row key: percent-encoded UTF-8 (a `:` as `%3A`), or base64url of the key\'s bytes with `encoding=base64`.',
+      'The row key: percent-encoded UTF-8 (a `:` as `%3A`), or base64url of the key\'s bytes with `encoding=base64`, as the keys `.` and `..` must be: URL parsers remove them from paths.',
       { type: 'string', minLength: 1 },
       'order#1001',
     ),

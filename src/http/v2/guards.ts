@@ -4,6 +4,7 @@ import { ApiError } from '../../service/errors.ts';
 import { shorten } from '../../service/text.ts';
 import type { AppState } from '../app-state.ts';
 import { authorize } from '../middleware/authorize.ts';
+import { DOT_KEY_ADVICE } from '../route-hints.ts';
 import type { Operation, Services } from '../operations/operation.ts';
 
 /**
@@ -53,7 +54,10 @@ function authorizeStore(role: Role, operationId: string, served: ServedStores): 
 /**
  * The path parameters of a v2 request. The row key is read from the raw path and decoded
  * strictly: the router would keep a malformed percent-encoding as it is and so name another row.
- * A `:` in a key must be sent as %3A, so that `rows/{key}:mutate` is never ambiguous.
+ * A `:` in a key must be sent as %3A, so that `rows/{key}:mutate` is never ambiguous. A key that a
+ * URL parser would rewrite is refused even when it arrives intact (from a client that sends paths
+ * as they are), since the same request from fetch, a browser or curl would reach another path: a
+ * raw `\` (read as `/`), and the dot segments `.` and `..` however they are encoded.
  */
 export function v2PathParams(ctx: RouterContext<AppState>, operation: Operation): Record<string, string> {
   if (!operation.pathParameters.includes('key')) return ctx.params;
@@ -62,12 +66,14 @@ export function v2PathParams(ctx: RouterContext<AppState>, operation: Operation)
   const suffix = operation.path.slice(operation.path.lastIndexOf('}') + 1);
   if (suffix !== '' && raw.toLowerCase().endsWith(suffix.toLowerCase())) raw = raw.slice(0, raw.length - suffix.length);
   if (raw.includes(':')) throw invalidKey('a ":" in a key must be sent percent-encoded, as %3A');
+  if (raw.includes('\\')) throw invalidKey('a "\\" in a key must be sent percent-encoded, as %5C: URL parsers read a raw one as "/"');
   let key: string;
   try {
     key = decodeURIComponent(raw);
   } catch {
     throw invalidKey('key is not valid percent-encoded UTF-8');
   }
+  if (key === '.' || key === '..') throw invalidKey(`the key "${key}" cannot be sent in a path: ${DOT_KEY_ADVICE}`);
   return { ...ctx.params, key };
 }
 
