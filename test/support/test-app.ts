@@ -122,7 +122,7 @@ export async function startTestApp(options: TestAppOptions): Promise<TestApp> {
     ...(options.answerBudget === undefined ? {} : { answerBudget: options.answerBudget }),
   });
   const server: Server = await new Promise((resolve) => {
-    const listening = createHttpServer(app, options.serverLimits).listen(0, '127.0.0.1', () => resolve(listening));
+    const listening = createHttpServer(app, options.serverLimits, logger).listen(0, '127.0.0.1', () => resolve(listening));
   });
   const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   return {

@@ -148,6 +148,8 @@ const PROBLEM_EXAMPLES: Readonly<Record<ErrorCode, { readonly detail: string } &
   UNSUPPORTED_MEDIA_TYPE: { detail: 'The body must be application/json, not "text/plain".' },
   PAYLOAD_TOO_LARGE: { detail: 'The body is larger than the limit of 10485760 bytes.' },
   REQUEST_TIMEOUT: { detail: 'The body arrived too slowly. Send it at once, or at least at the rate the service asks for.' },
+  HEADERS_TOO_LARGE: { detail: 'The request line and headers are larger than 65536 bytes, the most the service reads. The connection is closed.' },
+  MALFORMED_REQUEST: { detail: 'The request is not valid HTTP/1.1 (Invalid header value char), so none of it was read. The connection is closed.' },
   UNAUTHENTICATED: { detail: 'The request has no credential: send an API key or a bearer token.' },
   PERMISSION_DENIED: { detail: 'apikey:orders-svc may not createTable on instance "local": that needs the admin role there.' },
   STORE_NOT_FOUND: { detail: 'Store "prod-bt" is not served by this service.' },
