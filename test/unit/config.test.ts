@@ -346,10 +346,24 @@ stores:
       `STORES_FILE: stores.cache.driver must be one of [${DRIVERS.map((driver) => driver.name).join(', ')}]`,
       'STORES_FILE: stores.disk.instances[0] "-x" is not a valid embedded instance ID (1-33 characters: lowercase letters, digits and hyphens, starting with a letter)',
       'STORES_FILE: stores.disk.dataDir must be a string',
-      'STORES_FILE: stores.disk.colour is not allowed',
+      'STORES_FILE: stores.disk.colour is an unknown field',
       'STORES_FILE: stores.none.instances is required',
       'STORES_FILE: stores.empty.instances must contain at least 1 items',
       "STORES_FILE: stores.bare must be a map of the store's driver, instances and settings",
+    ]);
+  });
+
+  it('names a misspelt field as unknown, with the field it most likely means, also when it is the driver', () => {
+    const env = storesFile(`
+stores:
+  main: { drver: embedded, instances: [local] }
+  disk: { driver: embedded, instances: [local], datadir: ./data }
+default: main
+`);
+    expect(problemsOf(env)).to.deep.equal([
+      'STORES_FILE: stores.main.driver is required',
+      'STORES_FILE: stores.main.drver is an unknown field (did you mean driver?)',
+      'STORES_FILE: stores.disk.datadir is an unknown field (did you mean dataDir?)',
     ]);
   });
 
