@@ -142,6 +142,9 @@ for (const [storeName, store] of STORES) {
         const split = await api().request('DELETE', `${rows('t')}/a\\b`);
         routeNotFound(split, 'a\\b by fetch');
         expect(split.body.detail).to.contain('%2F');
+        const slash = await raw('DELETE', `${rows('t')}/a/b`);
+        routeNotFound(slash, 'a/b');
+        expect(slash.body.detail).to.contain('A "/" in a row key must be sent percent-encoded, as %2F');
         await tableSurvives();
       });
 

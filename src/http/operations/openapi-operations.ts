@@ -152,7 +152,7 @@ const PROBLEM_EXAMPLES: Readonly<Record<ErrorCode, { readonly detail: string } &
   MALFORMED_REQUEST: { detail: 'The request is not valid HTTP/1.1 (Invalid header value char), so none of it was read. The connection is closed.' },
   UNAUTHENTICATED: { detail: 'The request has no credential: send an API key or a bearer token.' },
   PERMISSION_DENIED: { detail: 'apikey:orders-svc may not createTable on instance "local": that needs the admin role there.' },
-  STORE_NOT_FOUND: { detail: 'Store "prod-bt" is not served by this service.' },
+  STORE_NOT_FOUND: { detail: 'Store "prod-bt" is not served by this service. You may use "embedded". GET /v2/stores lists the stores you may use, with their instances.' },
   INSTANCE_NOT_FOUND: { detail: 'Instance "orders-prod" is not served by this service. It serves "local". The served instances are set by INSTANCE_IDS (with STORES_FILE, by the default store\'s instances).' },
   TABLE_NOT_FOUND: { detail: 'Table "orders" does not exist in the instance.' },
   COLUMN_FAMILY_NOT_FOUND: { detail: 'Column family "meta" does not exist in the table. Nothing was written.' },

@@ -1,5 +1,5 @@
 import type { RouterContext, RouterMiddleware } from '@koa/router';
-import { ALL_INSTANCES, type Role, type ServedStores, parseScope, usableStores } from '../../auth/access.ts';
+import { ALL_INSTANCES, type Caller, type Role, type ServedStores, parseScope, usableStores } from '../../auth/access.ts';
 import { ApiError } from '../../service/errors.ts';
 import { shorten } from '../../service/text.ts';
 import type { AppState } from '../app-state.ts';
@@ -14,7 +14,7 @@ import type { Operation, Services } from '../operations/operation.ts';
  */
 export function v2Guards(services: Services, defaultStore: string): (operation: Operation) => Array<RouterMiddleware<AppState>> {
   const servedTarget: RouterMiddleware<AppState> = (ctx, next) => {
-    ctx.state.store = services.stores.instance(ctx.params['store'] ?? '', ctx.params['instance'] ?? '').name;
+    ctx.state.store = services.stores.instance(ctx.params['store'] ?? '', ctx.params['instance'] ?? '', usableNames(ctx.state.caller, services)).name;
     return next();
   };
   return (operation) => {
@@ -22,6 +22,11 @@ export function v2Guards(services: Services, defaultStore: string): (operation: 
     if (operation.pathParameters.includes('store')) return [authorizeStore(operation.role, operation.operationId, services.stores)];
     return [];
   };
+}
+
+/** The names of the stores `caller` may use, for a STORE_NOT_FOUND to list. */
+export function usableNames(caller: Caller | undefined, services: Pick<Services, 'stores'>): () => readonly string[] {
+  return () => (caller === undefined ? [] : usableStores(caller, services.stores).map((store) => store.name));
 }
 
 /**

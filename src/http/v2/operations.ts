@@ -6,6 +6,7 @@ import { shorten } from '../../service/text.ts';
 import { type Operation, defineOperation } from '../operations/operation.ts';
 import { bodyBytes, columnSelector, inBase64, renderCell, renderKey, renderRow, urlBytes, withCells } from './bytes.ts';
 import { cellFields, familySpec, mutationFields, mutationOf, requireDistinctCells, setCells, setOf, tallValues } from './mapping.ts';
+import { usableNames } from './guards.ts';
 import * as schemas from './schemas.ts';
 
 /** Codes any v2 operation may answer with. */
@@ -80,7 +81,7 @@ export const V2_OPERATIONS: readonly Operation[] = [
       const usable = caller === undefined ? undefined : usableStores(caller, services.stores).find((store) => store.name === params.store);
       return Promise.resolve(
         services.stores.describe(
-          services.stores.store(params.store),
+          services.stores.store(params.store, usableNames(caller, services)),
           usable?.instances.map((instance) => instance.name) ?? [],
         ),
       );
