@@ -11,7 +11,7 @@ import type { AppState } from './http/app-state.ts';
 import { DrainState } from './http/drain-state.ts';
 import { InflightLimits } from './http/inflight-limits.ts';
 import { authenticate } from './http/middleware/authenticate.ts';
-import { requireGrant } from './http/middleware/authorize.ts';
+import { requireGrant, requireGrantOnEveryStore } from './http/middleware/authorize.ts';
 import { closeWhenDraining } from './http/middleware/close-when-draining.ts';
 import { loadShedding } from './http/middleware/load-shedding.ts';
 import { problemResponder } from './http/middleware/problem-responder.ts';
@@ -138,9 +138,10 @@ export function createApp({ config, stores: opened, logger, metrics = createMetr
   const v2Checks = v2Guards(services, stores.default.name);
   const v2 = { ...registration, guards: (operation: Operation) => [...v2Checks(operation), ...answers(operation)], pathParams: v2PathParams };
   registerOperations(router, byTag('v2'), v2);
-  // On the API's port the metrics need a credential when callers authenticate (the scrape is not
-  // counted against the slots, so it still answers under overload); on METRICS_PORT they need none.
-  if (servesMetrics) metricsRoutes(router, metrics.registry, authenticator.modes.length > 0 ? [identify, requireGrant()] : []);
+  // On the API's port the metrics need a credential when callers authenticate, with a grant on
+  // every store, since they name them all (the scrape is not counted against the slots, so it still
+  // answers under overload); on METRICS_PORT they need none.
+  if (servesMetrics) metricsRoutes(router, metrics.registry, authenticator.modes.length > 0 ? [identify, requireGrantOnEveryStore(stores, '/metrics')] : []);
 
   const app = new Koa<AppState>();
   app.use(closeWhenDraining(drain));
