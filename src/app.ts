@@ -4,9 +4,10 @@ import { trace } from '@opentelemetry/api';
 import Koa, { type Middleware } from 'koa';
 import type { Logger } from 'pino';
 import { type Authenticator, NO_AUTHENTICATION } from './auth/authenticator.ts';
-import { type Config, DEFAULT_INFLIGHT_UNAUTHENTICATED, DEFAULT_MIN_BODY_BYTES_PER_SECOND, DEFAULT_V1_MAX_VERSIONS, defaultInflightPerCaller } from './config.ts';
+import { type Config, DEFAULT_INFLIGHT_UNAUTHENTICATED, DEFAULT_MIN_BODY_BYTES_PER_SECOND, DEFAULT_V1_MAX_VERSIONS, defaultInflightPerCaller, perCallerBoundFrom } from './config.ts';
 import { holdAnswers } from './http/answer-holds.ts';
 import { BodyBudget, bodyBudgetBytes } from './http/body-budget.ts';
+import { clientAddress } from './http/client-address.ts';
 import type { AppState } from './http/app-state.ts';
 import { DrainState } from './http/drain-state.ts';
 import { InflightLimits } from './http/inflight-limits.ts';
@@ -49,7 +50,7 @@ const VERSION = (JSON.parse(readFileSync(new URL('../package.json', import.meta.
 
 export interface AppDeps {
   readonly config: Pick<Config, 'maxBodyBytes' | 'storeTimeoutMs' | 'maxInflight' | 'rateLimitPerSecond' | 'metricsPort'> &
-    Partial<Pick<Config, 'maxInflightPerCaller' | 'maxInflightUnauthenticated' | 'minBodyBytesPerSecond' | 'v1MaxVersions'>>;
+    Partial<Pick<Config, 'maxInflightPerCaller' | 'maxInflightUnauthenticated' | 'minBodyBytesPerSecond' | 'v1MaxVersions' | 'trustedProxies'>>;
   /**
    * The stores as the drivers opened them (openStores); the app measures, traces and
    * deadline-checks every call to them. The default store serves v1.
@@ -103,7 +104,11 @@ export function createApp({ config, stores: opened, logger, metrics = createMetr
   });
   // A request counts against MAX_INFLIGHT and its caller's share only once authenticated; until
   // then only the (smaller) budget of credential checks bounds it, and only if its check is costly.
-  const inflight = new InflightLimits({ total: config.maxInflight, perKey: config.maxInflightPerCaller ?? defaultInflightPerCaller(config.maxInflight) });
+  const inflight = new InflightLimits({
+    total: config.maxInflight,
+    perKey: config.maxInflightPerCaller ?? defaultInflightPerCaller(config.maxInflight),
+    perKeyFrom: perCallerBoundFrom(config.maxInflight),
+  });
   const checksTotal = config.maxInflightUnauthenticated ?? DEFAULT_INFLIGHT_UNAUTHENTICATED;
   const checks = new InflightLimits({ total: checksTotal, perKey: Math.ceil(checksTotal / CHECKS_SHARE_PER_ADDRESS) });
   const identify = authenticate(authenticator, logger, { checks });
@@ -144,6 +149,8 @@ export function createApp({ config, stores: opened, logger, metrics = createMetr
   if (servesMetrics) metricsRoutes(router, metrics.registry, authenticator.modes.length > 0 ? [identify, requireGrantOnEveryStore(stores, '/metrics')] : []);
 
   const app = new Koa<AppState>();
+  // First: who the client is, behind the proxies trusted to say so.
+  app.use(clientAddress(config.trustedProxies ?? []));
   app.use(closeWhenDraining(drain));
   app.use(requestId());
   // Outside the problem responder, so every answer, failures and shed requests included, is

@@ -24,6 +24,15 @@ function problemsOf(env: Record<string, string>): string[] {
 }
 
 describe('loadConfig', () => {
+  it('reads TRUSTED_PROXIES as a list of addresses, ranges and named ranges, and refuses anything else', () => {
+    expect(loadConfig({ ...BASE, TRUSTED_PROXIES: 'loopback, 10.0.0.0/8,fd00::1' }).trustedProxies).to.deep.equal(['loopback', '10.0.0.0/8', 'fd00::1']);
+    expect(problemsOf({ ...BASE, TRUSTED_PROXIES: 'loopback,,10.0.0.1' })).to.deep.equal(['TRUSTED_PROXIES has an empty entry']);
+    expect(problemsOf({ ...BASE, TRUSTED_PROXIES: '10.0.0.0/33' })).to.deep.equal([
+      'TRUSTED_PROXIES entry "10.0.0.0/33" is not an IP address, a CIDR range, or one of loopback, linklocal, uniquelocal',
+    ]);
+    expect(problemsOf({ ...BASE, TRUSTED_PROXIES: 'ingress.local' })).to.have.length(1);
+  });
+
   it('applies the defaults', () => {
     expect(loadConfig(BASE)).to.deep.equal({
       port: 8080,
@@ -34,6 +43,7 @@ describe('loadConfig', () => {
       maxInflightUnauthenticated: 16,
       minBodyBytesPerSecond: 16 * 1024,
       rateLimitPerSecond: undefined,
+      trustedProxies: [],
       instanceIds: ['inst-a'],
       stores: onlyStore('bigtable', ['inst-a'], { projectId: 'my-project' }),
       shutdownTimeoutMs: 25_000,
@@ -53,6 +63,7 @@ describe('loadConfig', () => {
       maxInflightUnauthenticated: 16,
       minBodyBytesPerSecond: 16 * 1024,
       rateLimitPerSecond: undefined,
+      trustedProxies: [],
       instanceIds: ['local'],
       stores: onlyStore('embedded', ['local'], { dataDir: './data' }),
       shutdownTimeoutMs: 25_000,
