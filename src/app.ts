@@ -123,7 +123,7 @@ export function createApp({ config, stores: opened, logger, metrics = createMetr
   // The probes and the metrics scrape are never shed nor rate limited: an overloaded pod is
   // alive, and its metrics are what shows the overload.
   healthRoutes(router, stores, drain, { storeTimeoutMs: config.storeTimeoutMs, logger });
-  docsRoutes(router, openApi, protectDocs ? [caller, requireGrant()] : [shed]);
+  docsRoutes(router, openApi, protectDocs ? [caller, requireGrant()] : [shed], API_OPERATIONS.map((operation) => operation.operationId));
   // Keyed by the principal, so it runs in the API's routes right after authentication.
   const limit = config.rateLimitPerSecond === undefined ? undefined : rateLimit({ perSecond: config.rateLimitPerSecond });
   const registration = {
