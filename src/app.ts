@@ -4,14 +4,15 @@ import { trace } from '@opentelemetry/api';
 import Koa, { type Middleware } from 'koa';
 import type { Logger } from 'pino';
 import { type Authenticator, NO_AUTHENTICATION } from './auth/authenticator.ts';
-import { type Config, DEFAULT_INFLIGHT_UNAUTHENTICATED, DEFAULT_MIN_BODY_BYTES_PER_SECOND, DEFAULT_V1_MAX_VERSIONS, defaultInflightPerCaller } from './config.ts';
+import { type Config, DEFAULT_INFLIGHT_UNAUTHENTICATED, DEFAULT_MIN_BODY_BYTES_PER_SECOND, DEFAULT_V1_MAX_VERSIONS, defaultInflightPerCaller, perCallerBoundFrom } from './config.ts';
 import { holdAnswers } from './http/answer-holds.ts';
 import { BodyBudget, bodyBudgetBytes } from './http/body-budget.ts';
+import { clientAddress } from './http/client-address.ts';
 import type { AppState } from './http/app-state.ts';
 import { DrainState } from './http/drain-state.ts';
 import { InflightLimits } from './http/inflight-limits.ts';
 import { authenticate } from './http/middleware/authenticate.ts';
-import { requireGrant } from './http/middleware/authorize.ts';
+import { requireGrant, requireGrantOnEveryStore } from './http/middleware/authorize.ts';
 import { closeWhenDraining } from './http/middleware/close-when-draining.ts';
 import { loadShedding } from './http/middleware/load-shedding.ts';
 import { problemResponder } from './http/middleware/problem-responder.ts';
@@ -39,11 +40,17 @@ import { type Metrics, createMetrics } from './telemetry/metrics.ts';
 /** One client address may take this share of the credential-check budget (MAX_INFLIGHT_UNAUTHENTICATED / 4). */
 const CHECKS_SHARE_PER_ADDRESS = 4;
 
+/**
+ * A trailing slash is never another name of a resource: `…/rows/..`, which URL parsers turn into
+ * `…/tables/{table}/`, must not reach the table, nor `…/rows/a/` the row `a`.
+ */
+const STRICT_ROUTING = { strict: true } as const;
+
 const VERSION = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 
 export interface AppDeps {
   readonly config: Pick<Config, 'maxBodyBytes' | 'storeTimeoutMs' | 'maxInflight' | 'rateLimitPerSecond' | 'metricsPort'> &
-    Partial<Pick<Config, 'maxInflightPerCaller' | 'maxInflightUnauthenticated' | 'minBodyBytesPerSecond' | 'v1MaxVersions'>>;
+    Partial<Pick<Config, 'maxInflightPerCaller' | 'maxInflightUnauthenticated' | 'minBodyBytesPerSecond' | 'v1MaxVersions' | 'trustedProxies'>>;
   /**
    * The stores as the drivers opened them (openStores); the app measures, traces and
    * deadline-checks every call to them. The default store serves v1.
@@ -97,7 +104,11 @@ export function createApp({ config, stores: opened, logger, metrics = createMetr
   });
   // A request counts against MAX_INFLIGHT and its caller's share only once authenticated; until
   // then only the (smaller) budget of credential checks bounds it, and only if its check is costly.
-  const inflight = new InflightLimits({ total: config.maxInflight, perKey: config.maxInflightPerCaller ?? defaultInflightPerCaller(config.maxInflight) });
+  const inflight = new InflightLimits({
+    total: config.maxInflight,
+    perKey: config.maxInflightPerCaller ?? defaultInflightPerCaller(config.maxInflight),
+    perKeyFrom: perCallerBoundFrom(config.maxInflight),
+  });
   const checksTotal = config.maxInflightUnauthenticated ?? DEFAULT_INFLIGHT_UNAUTHENTICATED;
   const checks = new InflightLimits({ total: checksTotal, perKey: Math.ceil(checksTotal / CHECKS_SHARE_PER_ADDRESS) });
   const identify = authenticate(authenticator, logger, { checks });
@@ -108,11 +119,11 @@ export function createApp({ config, stores: opened, logger, metrics = createMetr
     });
   };
 
-  const router = new Router<AppState>();
+  const router = new Router<AppState>(STRICT_ROUTING);
   // The probes and the metrics scrape are never shed nor rate limited: an overloaded pod is
   // alive, and its metrics are what shows the overload.
   healthRoutes(router, stores, drain, { storeTimeoutMs: config.storeTimeoutMs, logger });
-  docsRoutes(router, openApi, protectDocs ? [caller, requireGrant()] : [shed]);
+  docsRoutes(router, openApi, protectDocs ? [caller, requireGrant()] : [shed], API_OPERATIONS.map((operation) => operation.operationId));
   // Keyed by the principal, so it runs in the API's routes right after authentication.
   const limit = config.rateLimitPerSecond === undefined ? undefined : rateLimit({ perSecond: config.rateLimitPerSecond });
   const registration = {
@@ -132,11 +143,14 @@ export function createApp({ config, stores: opened, logger, metrics = createMetr
   const v2Checks = v2Guards(services, stores.default.name);
   const v2 = { ...registration, guards: (operation: Operation) => [...v2Checks(operation), ...answers(operation)], pathParams: v2PathParams };
   registerOperations(router, byTag('v2'), v2);
-  // On the API's port the metrics need a credential when callers authenticate (the scrape is not
-  // counted against the slots, so it still answers under overload); on METRICS_PORT they need none.
-  if (servesMetrics) metricsRoutes(router, metrics.registry, authenticator.modes.length > 0 ? [identify, requireGrant()] : []);
+  // On the API's port the metrics need a credential when callers authenticate, with a grant on
+  // every store, since they name them all (the scrape is not counted against the slots, so it still
+  // answers under overload); on METRICS_PORT they need none.
+  if (servesMetrics) metricsRoutes(router, metrics.registry, authenticator.modes.length > 0 ? [identify, requireGrantOnEveryStore(stores, '/metrics')] : []);
 
   const app = new Koa<AppState>();
+  // First: who the client is, behind the proxies trusted to say so.
+  app.use(clientAddress(config.trustedProxies ?? []));
   app.use(closeWhenDraining(drain));
   app.use(requestId());
   // Outside the problem responder, so every answer, failures and shed requests included, is
@@ -158,7 +172,7 @@ function byTag(tag: Operation['tag']): Operation[] {
  * kept from the API's callers.
  */
 export function createMetricsApp({ metrics, logger }: { metrics: Metrics; logger: Logger }): Koa<AppState> {
-  const router = new Router<AppState>();
+  const router = new Router<AppState>(STRICT_ROUTING);
   metricsRoutes(router, metrics.registry);
   const app = new Koa<AppState>();
   app.use(requestId());

@@ -1,5 +1,6 @@
 import Joi from 'joi';
 import { isTrustedUrl } from './auth/trusted-url.ts';
+import { isTrustedProxy } from './http/client-address.ts';
 import { STORE_VARIABLES, type StoresConfig, loadStores } from './store/stores-config.ts';
 
 /** The service's whole configuration, built once from the environment by loadConfig. */
@@ -10,8 +11,17 @@ export interface Config {
   readonly storeTimeoutMs: number;
   /** Most requests handled at once; past it a request is refused with 503 OVERLOADED. */
   readonly maxInflight: number;
-  /** Most requests one caller has handled at once; past it the caller gets 429 RATE_LIMITED. */
+  /**
+   * Most requests one caller has handled at once while the service is near MAX_INFLIGHT
+   * (perCallerBoundFrom); past it the caller gets 429 RATE_LIMITED. Below that, no bound per caller.
+   */
   readonly maxInflightPerCaller: number;
+  /**
+   * The proxies whose `X-Forwarded-For` names the client (TRUSTED_PROXIES): addresses, CIDR ranges,
+   * or `loopback`, `linklocal`, `uniquelocal`. Empty: the header is ignored, and a caller is told
+   * apart by the socket's address.
+   */
+  readonly trustedProxies: readonly string[];
   /** Most new credentials (tokens not seen before) checked at once; past it 503 OVERLOADED. */
   readonly maxInflightUnauthenticated: number;
   /** Least rate a request body must arrive at after a grace second, or 0; slower: 408 REQUEST_TIMEOUT. */
@@ -90,6 +100,16 @@ const MIB = 1024 * 1024;
 export function defaultInflightPerCaller(maxInflight: number): number {
   return Math.max(1, Math.ceil(maxInflight / 2));
 }
+
+/**
+ * How many requests in flight in all make the service "near its limit", from which
+ * MAX_INFLIGHT_PER_CALLER applies: all but an eighth of MAX_INFLIGHT (224 of 256). Below it, one
+ * caller may have as many requests as the service has room for; from it on, a caller over its
+ * share is refused, so the last eighth is always left to callers within theirs.
+ */
+export function perCallerBoundFrom(maxInflight: number): number {
+  return maxInflight - Math.ceil(maxInflight / 8);
+}
 /**
  * MAX_INFLIGHT_UNAUTHENTICATED when not set. A first check of a token's signature costs about
  * 0.1-0.2 ms of CPU; 16 at once keep both cores of a pod busy, and callers reusing their token
@@ -116,6 +136,15 @@ function authModeList(value: string, helpers: Joi.CustomHelpers): AuthMode[] | J
   return modes.filter((mode) => mode !== 'none') as AuthMode[];
 }
 
+function trustedProxyList(value: string, helpers: Joi.CustomHelpers): string[] | Joi.ErrorReport {
+  const entries = value.split(',').map((entry) => entry.trim());
+  if (entries.includes('')) return helpers.message({ custom: '{{#label}} has an empty entry' });
+  const invalid = entries.find((entry) => !isTrustedProxy(entry));
+  return invalid === undefined
+    ? entries
+    : helpers.message({ custom: `{{#label}} entry "${invalid}" is not an IP address, a CIDR range, or one of loopback, linklocal, uniquelocal` });
+}
+
 // Signing keys fetched over plain HTTP could be replaced on the way: https, or http to localhost.
 const trustedUrl = Joi.string()
   .trim()
@@ -140,6 +169,7 @@ const envSchema = Joi.object({
   MAX_INFLIGHT_UNAUTHENTICATED: Joi.number().integer().min(1).max(1_000_000).default(DEFAULT_INFLIGHT_UNAUTHENTICATED),
   MIN_BODY_BYTES_PER_SECOND: Joi.number().integer().min(0).max(1024 * MIB).default(DEFAULT_MIN_BODY_BYTES_PER_SECOND),
   RATE_LIMIT_PER_SECOND: Joi.number().integer().min(1).max(1_000_000),
+  TRUSTED_PROXIES: Joi.string().trim().custom(trustedProxyList).default([]),
   V1_MAX_VERSIONS: Joi.number().integer().min(0).max(1000).default(DEFAULT_V1_MAX_VERSIONS),
   // The stores: STORES_FILE, or the v1 variables (DATA_STORE, INSTANCE_IDS, ...), which the
   // store drivers check (see loadStores).
@@ -199,6 +229,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     MAX_INFLIGHT_UNAUTHENTICATED: number;
     MIN_BODY_BYTES_PER_SECOND: number;
     RATE_LIMIT_PER_SECOND?: number;
+    TRUSTED_PROXIES: string[];
     V1_MAX_VERSIONS: number;
     SHUTDOWN_TIMEOUT_MS: number;
     LOG_LEVEL: LogLevel;
@@ -215,6 +246,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     maxInflightUnauthenticated: vars.MAX_INFLIGHT_UNAUTHENTICATED,
     minBodyBytesPerSecond: vars.MIN_BODY_BYTES_PER_SECOND,
     rateLimitPerSecond: vars.RATE_LIMIT_PER_SECOND,
+    trustedProxies: Object.freeze([...vars.TRUSTED_PROXIES]),
     instanceIds: stores.stores.default.instances,
     stores: stores.stores,
     shutdownTimeoutMs: vars.SHUTDOWN_TIMEOUT_MS,

@@ -1,4 +1,4 @@
-import { type RequestListener, type Server, createServer } from 'node:http';
+import type { RequestListener, Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { getHeapStatistics } from 'node:v8';
 import { createApp, createMetricsApp } from './app.ts';
@@ -82,20 +82,30 @@ async function listenOrExit(target: Server, port: number, variable: string): Pro
 // The ports come first, so that a start that cannot serve leaves nothing behind (a fresh data
 // directory stays empty). Until the stores are open, a request gets 503.
 let handle: RequestListener = answerStarting;
-const server = createHttpServer({
-  callback: () => (request, response) => {
-    handle(request, response);
+const server = createHttpServer(
+  {
+    callback: () => (request, response) => {
+      handle(request, response);
+    },
   },
-});
+  {},
+  logger,
+);
 await listenOrExit(server, config.port, 'PORT');
 // With METRICS_PORT, /metrics is served there only, apart from the API.
 const metricsApp = createMetricsApp({ metrics, logger }).callback();
 const metricsServer =
   config.metricsPort === undefined
     ? undefined
-    : createServer((request, response) => {
-        void metricsApp(request, response);
-      });
+    : createHttpServer(
+        {
+          callback: () => (request, response) => {
+            void metricsApp(request, response);
+          },
+        },
+        {},
+        logger,
+      );
 if (metricsServer !== undefined && config.metricsPort !== undefined) await listenOrExit(metricsServer, config.metricsPort, 'METRICS_PORT');
 
 let stores: StoreSet;

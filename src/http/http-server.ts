@@ -1,4 +1,6 @@
 import { type RequestListener, type Server, type ServerOptions, createServer } from 'node:http';
+import type { Logger } from 'pino';
+import { answerClientErrors } from './client-errors.ts';
 
 /**
  * How the HTTP server treats slow and idle clients. Node's defaults let a client hold a socket
@@ -28,9 +30,10 @@ export type ServerLimits = { -readonly [K in keyof typeof SERVER_LIMITS]: number
 
 /**
  * createHttpServer makes the Node HTTP server for the app, with the limits above (tests may
- * shorten them). The caller listens.
+ * shorten them). What Node refuses before the app sees a request is answered with a problem
+ * document too, and logged to `logger`. The caller listens.
  */
-export function createHttpServer(app: { callback(): RequestListener }, limits: Partial<ServerLimits> = {}): Server {
+export function createHttpServer(app: { callback(): RequestListener }, limits: Partial<ServerLimits> = {}, logger?: Logger): Server {
   const settings = { ...SERVER_LIMITS, ...limits };
   const options: ServerOptions = {
     headersTimeout: settings.headersTimeoutMs,
@@ -39,5 +42,7 @@ export function createHttpServer(app: { callback(): RequestListener }, limits: P
     connectionsCheckingInterval: settings.connectionsCheckingIntervalMs,
     maxHeaderSize: settings.maxHeaderSize,
   };
-  return createServer(options, app.callback());
+  const server = createServer(options, app.callback());
+  answerClientErrors(server, settings, logger);
+  return server;
 }

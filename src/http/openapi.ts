@@ -89,7 +89,7 @@ export function buildOpenApiDocument(options: OpenApiOptions): JsonObject {
   // With oidc, checking a token can find the issuer's keys unavailable (503).
   const docsErrors: ErrorCode[] = protectDocs ? [...AUTH_ERRORS, ...(modes.includes('oidc') ? ['BACKEND_UNAVAILABLE' as const] : [])] : [];
   if (options.servesMetrics === true) {
-    // With authentication on, the metrics on the API's port need a credential (any grant).
+    // With authentication on, the metrics on the API's port need a credential with a grant on every store.
     const metricsErrors: ErrorCode[] = authenticated ? [...AUTH_ERRORS, ...(modes.includes('oidc') ? ['BACKEND_UNAVAILABLE' as const, 'OVERLOADED' as const] : [])] : [];
     paths['/metrics'] = {
       get: {
@@ -97,7 +97,7 @@ export function buildOpenApiDocument(options: OpenApiOptions): JsonObject {
         tags: ['operations'],
         summary: 'Prometheus metrics',
         description: authenticated
-          ? 'The metrics of this process in the Prometheus text format; the README lists them. On the API port they need a credential with a grant; METRICS_PORT serves them on a listener of its own, without one.'
+          ? 'The metrics of this process in the Prometheus text format; the README lists them. On the API port they need a credential with a grant on every store, since they name them all; METRICS_PORT serves them on a listener of its own, without one.'
           : 'The metrics of this process in the Prometheus text format; the README lists them.',
         ...guarded(authenticated),
         responses: {
@@ -247,7 +247,7 @@ function pathParameters(stores: readonly DocumentedStore[], authenticated: boole
     table: path('table', 'The table.', toJsonSchema(schemas.tableName), 'orders'),
     key: path(
       'key',
-      'The row key: percent-encoded UTF-8 (a `:` as `%3A`), or base64url of the key\'s bytes with `encoding=base64`.',
+      'The row key: percent-encoded UTF-8 (a `:` as `%3A`), or base64url of the key\'s bytes with `encoding=base64`, as the keys `.` and `..` must be: URL parsers remove them from paths.',
       { type: 'string', minLength: 1 },
       'order#1001',
     ),

@@ -26,14 +26,26 @@ export const PROBLEM_TYPES: Readonly<Record<ErrorCode, { status: number; title: 
   PAYLOAD_TOO_LARGE: {
     status: 413,
     title: 'Payload too large',
-    description: 'The request body is larger than the configured limit (MAX_BODY_BYTES).',
+    description: 'The request body is larger than the configured limit (MAX_BODY_BYTES), or its chunk extensions are larger than the service reads.',
   },
   REQUEST_TIMEOUT: {
     status: 408,
     title: 'Request timeout',
     description:
-      'The request body arrived more slowly than the service accepts (MIN_BODY_BYTES_PER_SECOND, after a grace second). ' +
-      'The connection is closed.',
+      'The request body arrived more slowly than the service accepts (MIN_BODY_BYTES_PER_SECOND, after a grace second), ' +
+      'its headers took more than 10 s, or the whole request more than 30 s. The connection is closed.',
+  },
+  HEADERS_TOO_LARGE: {
+    status: 431,
+    title: 'Request header fields too large',
+    description: 'The request line and headers are larger than the service reads (64 KiB). The connection is closed.',
+  },
+  MALFORMED_REQUEST: {
+    status: 400,
+    title: 'Malformed request',
+    description:
+      'The request is not valid HTTP/1.1 (a header with characters HTTP does not allow, both `Content-Length` and `Transfer-Encoding`…), ' +
+      'so none of it was read. The connection is closed.',
   },
   UNAUTHENTICATED: {
     status: 401,

@@ -35,18 +35,23 @@ export class StoreDirectory {
     return this.#stores.all;
   }
 
-  /** The store named `name`; 404 STORE_NOT_FOUND if the service has none by that name. */
-  store(name: string): NamedStore {
+  /**
+   * The store named `name`; 404 STORE_NOT_FOUND if the service has none by that name, naming the
+   * stores the caller may use when `usable` lists them (asked only then).
+   */
+  store(name: string, usable?: () => readonly string[]): NamedStore {
     const store = this.#stores.get(name);
     if (store === undefined) {
-      throw new ApiError('STORE_NOT_FOUND', `Store "${shorten(name)}" is not served by this service.`);
+      const names = usable?.() ?? [];
+      const which = names.length === 0 ? '' : ` You may use ${names.map((candidate) => `"${candidate}"`).join(', ')}.`;
+      throw new ApiError('STORE_NOT_FOUND', `Store "${shorten(name)}" is not served by this service.${which} GET /v2/stores lists the stores you may use, with their instances.`);
     }
     return store;
   }
 
-  /** The store, if it serves `instance`; 404 STORE_NOT_FOUND or INSTANCE_NOT_FOUND otherwise. */
-  instance(storeName: string, instance: string): NamedStore {
-    const store = this.store(storeName);
+  /** The store, if it serves `instance`; 404 STORE_NOT_FOUND (see store) or INSTANCE_NOT_FOUND otherwise. */
+  instance(storeName: string, instance: string, usable?: () => readonly string[]): NamedStore {
+    const store = this.store(storeName, usable);
     if (!store.instances.includes(instance)) {
       throw new ApiError(
         'INSTANCE_NOT_FOUND',

@@ -184,6 +184,10 @@ function storeEntry(name: string, entry: unknown, problem: (message: string) => 
       }
     }
   }
+  // Without a driver its settings cannot be checked, but a field no store has is a typo all the same (`drver`).
+  if (driver === undefined) {
+    for (const field of Object.keys(rest).filter((name) => !ANY_STORE_FIELD.has(name))) found.push(`${label}.${unknownField(field, ANY_STORE_FIELD)}`);
+  }
   const settings = driver === undefined ? {} : validateSettings(driver, rest, (field) => `${label}.${field}`, found);
   for (const message of found) problem(message);
   if (driver === undefined || found.length > 0) return undefined;
@@ -200,11 +204,49 @@ function validateSettings(driver: StoreDriver, raw: Record<string, unknown>, lab
   for (const detail of result.error.details) {
     const own = detail.context?.label ?? detail.path.join('.');
     const field = String(detail.path[0] ?? own);
+    if (detail.type === 'object.unknown' && detail.path.length === 1) {
+      const known = new Set([...ENTRY_FIELDS, ...fieldsOf(driver)]);
+      problems.push(`${label(field)}${unknownField(field, known).slice(field.length)}`);
+      continue;
+    }
     // Every driver message starts with its label ({{#label}}); a nested field keeps its tail.
     const message = detail.message.startsWith(own) ? detail.message.slice(own.length) : ` ${detail.message}`;
     problems.push(`${label(field)}${own.slice(field.length)}${message}`);
   }
   return {};
+}
+
+/** The fields of a STORES_FILE entry besides its driver's settings. */
+const ENTRY_FIELDS = ['driver', 'instances'];
+
+function fieldsOf(driver: StoreDriver): string[] {
+  return Object.keys((driver.settings.describe() as { keys?: Record<string, unknown> }).keys ?? {});
+}
+
+/** Every field an entry of some driver may have. */
+const ANY_STORE_FIELD: ReadonlySet<string> = new Set([...ENTRY_FIELDS, ...DRIVERS.flatMap(fieldsOf)]);
+
+/** "<field> is an unknown field", with the known field it is most likely a typo of. */
+function unknownField(field: string, known: ReadonlySet<string>): string {
+  let best: { name: string; distance: number } | undefined;
+  for (const name of known) {
+    const distance = editDistance(field.toLowerCase(), name.toLowerCase());
+    if (distance <= 2 && distance < name.length / 2 && (best === undefined || distance < best.distance)) best = { name, distance };
+  }
+  return `${field} is an unknown field${best === undefined ? '' : ` (did you mean ${best.name}?)`}`;
+}
+
+/** Levenshtein distance, for field names of a few characters. */
+function editDistance(a: string, b: string): number {
+  let previous = Array.from({ length: b.length + 1 }, (_, index) => index);
+  for (let i = 1; i <= a.length; i++) {
+    const current = [i];
+    for (let j = 1; j <= b.length; j++) {
+      current.push(Math.min((previous[j] ?? 0) + 1, (current[j - 1] ?? 0) + 1, (previous[j - 1] ?? 0) + (a[i - 1] === b[j - 1] ? 0 : 1)));
+    }
+    previous = current;
+  }
+  return previous[b.length] ?? 0;
 }
 
 /** Two stores may not hold the same local resource (the embedded store's data directory). */

@@ -2,7 +2,8 @@
  * One abusive caller cannot starve another: slow bodies, many requests at once and floods of
  * forged tokens from one caller leave the others served, with MAX_INFLIGHT small enough that a
  * shared pool would be exhausted. Attackers connect from other loopback addresses (127.0.0.x),
- * so anonymous callers are told apart as real clients would be.
+ * so anonymous callers are told apart as real clients would be. And the bound per caller is
+ * work-conserving: one busy caller is not refused while the service has room.
  */
 import { writeFileSync } from 'node:fs';
 import { type Socket, connect } from 'node:net';
@@ -10,7 +11,9 @@ import { join } from 'node:path';
 import { expect } from 'chai';
 import { type KeyEntry, keysFile, newApiKey, tempDirectory } from '../support/access-files.ts';
 import { type RawResponse, sendRaw } from '../support/raw-http.ts';
+import { withOverrides } from '../support/store-faults.ts';
 import { embeddedHarness } from '../support/stores.ts';
+import { loadConfig } from '../../src/config.ts';
 import { TEST_AUDIENCE, TestIssuer } from '../support/test-issuer.ts';
 import { type TestApp, useTestApp } from '../support/test-app.ts';
 
@@ -68,22 +71,23 @@ describe('fairness between callers (MAX_INFLIGHT 4)', () => {
     // MAX_INFLIGHT_PER_CALLER's default: half of MAX_INFLIGHT.
     const app = useTestApp({ store: embeddedHarness, maxInflight: 4, maxInflightPerCaller: 2 });
 
-    it('serves every request of one caller while another holds four slow bodies', async function () {
+    it('serves every request of one caller while another holds every slot it may take with slow bodies', async function () {
       this.timeout(30_000);
       const attack = await Promise.all(Array.from({ length: 4 }, () => slowBody(app(), '127.0.0.2', '')));
       try {
         await sleep(200); // the slow requests hold their slots now
         expect(await reads(app(), 20, '127.0.0.1')).to.deep.equal(Array(20).fill(404));
-        // The attacker's third and fourth requests were refused at once; the first two are cut
-        // off after the grace second, for arriving below MIN_BODY_BYTES_PER_SECOND.
+        // The attacker's third request took a slot nobody else was using; its fourth came with
+        // the service near its limit (3 of 4 in flight) and was refused at once. The three
+        // are cut off after the grace second, for arriving below MIN_BODY_BYTES_PER_SECOND.
         const answers = await Promise.all(attack.map((connection) => connection.answer));
         const statuses = answers.map((text) => /^HTTP\/1\.1 (\d{3})/.exec(text)?.[1]).sort();
-        expect(statuses).to.deep.equal(['408', '408', '429', '429']);
+        expect(statuses).to.deep.equal(['408', '408', '408', '429']);
       } finally {
         attack.forEach((connection) => connection.stop());
       }
-      expect(await shedCount(app(), 'inflight_per_caller')).to.equal(2);
-      expect(await shedCount(app(), 'body_rate')).to.equal(2);
+      expect(await shedCount(app(), 'inflight_per_caller')).to.equal(1);
+      expect(await shedCount(app(), 'body_rate')).to.equal(3);
     });
 
     it('answers 429 RATE_LIMITED to a caller over its own bound, and 503 OVERLOADED once the service is full', async function () {
@@ -108,6 +112,29 @@ describe('fairness between callers (MAX_INFLIGHT 4)', () => {
         expect((await app().api.get('/readyz')).status).to.equal(200);
       } finally {
         held.forEach((connection) => connection.stop());
+      }
+    });
+  });
+
+  describe('anonymous callers behind a trusted proxy (TRUSTED_PROXIES 127.0.0.2)', () => {
+    const app = useTestApp({ store: embeddedHarness, maxInflight: 4, maxInflightPerCaller: 2, trustedProxies: ['127.0.0.2'] });
+    const behindProxy = (client: string): ReadonlyArray<readonly [string, string]> => [['x-forwarded-for', client]];
+
+    it('tells the clients of the proxy apart by X-Forwarded-For, read from the right, and ignores it from anyone else', async function () {
+      this.timeout(30_000);
+      const attack = await Promise.all(Array.from({ length: 4 }, () => slowBody(app(), '127.0.0.2', 'X-Forwarded-For: 10.0.0.1\r\n')));
+      try {
+        await sleep(200);
+        // Another client of the proxy is another caller, also when it names the attacker first:
+        // the proxy appended the address it got the request from.
+        expect(await reads(app(), 10, '127.0.0.2', behindProxy('10.0.0.2'))).to.deep.equal(Array(10).fill(404));
+        expect(await reads(app(), 5, '127.0.0.2', behindProxy('10.0.0.1, 10.0.0.2'))).to.deep.equal(Array(5).fill(404));
+        // A client that is not the proxy cannot pass for the attacker (nor for anyone else).
+        expect(await reads(app(), 5, '127.0.0.3', behindProxy('10.0.0.1'))).to.deep.equal(Array(5).fill(404));
+        const answers = await Promise.all(attack.map((connection) => connection.answer));
+        expect(answers.map((text) => /^HTTP\/1\.1 (\d{3})/.exec(text)?.[1]).sort()).to.deep.equal(['408', '408', '408', '429']);
+      } finally {
+        attack.forEach((connection) => connection.stop());
       }
     });
   });
@@ -225,5 +252,47 @@ describe('fairness between callers (MAX_INFLIGHT 4)', () => {
         issuer.delayMs = 0;
       }
     });
+  });
+});
+
+describe('one busy client, with the default bounds', () => {
+  const defaults = loadConfig({ DATA_STORE: 'embedded' });
+  const CONCURRENT = 200;
+  // The embedded store answers a write faster than 200 requests arrive, so they would never all be
+  // in flight at once; a backend with real latency cannot be had here. Each write waits until all
+  // 200 have reached the store (or 10 s have passed), so the bound is tested at 200 in flight.
+  let arrived = 0;
+  let release: () => void = () => {};
+  const allArrived = new Promise<void>((resolve) => (release = resolve));
+  const app = useTestApp({
+    store: embeddedHarness,
+    maxInflight: defaults.maxInflight,
+    maxInflightPerCaller: defaults.maxInflightPerCaller,
+    wrapStore: (store) =>
+      withOverrides(store, {
+        mutateRow: async (...args) => {
+          arrived += 1;
+          if (arrived === CONCURRENT) release();
+          await Promise.race([allArrived, sleep(10_000)]);
+          return store.mutateRow(...args);
+        },
+      }),
+  });
+
+  it('answers every one of 200 concurrent small writes from one address: the service has room', async function () {
+    this.timeout(60_000);
+    expect([defaults.maxInflight, defaults.maxInflightPerCaller]).to.deep.equal([256, 128]);
+    const tables = `/v2/stores/${app().storeName}/instances/${app().instance}/tables`;
+    expect((await app().api.post(tables, { name: 'busy', families: [{ name: 'cf' }] })).status).to.equal(201);
+    const body = (index: number) => new TextEncoder().encode(JSON.stringify({ cells: [{ family: 'cf', column: 'c', value: String(index) }] }));
+    const answers = await Promise.all(
+      Array.from({ length: CONCURRENT }, (_, index) =>
+        sendRaw(app().baseUrl, { method: 'PUT', path: `${tables}/busy/rows/r${index}`, headers: [['content-type', 'application/json']], body: body(index), localAddress: '127.0.0.1' }),
+      ),
+    );
+    const statuses = answers.map((answer) => answer.status);
+    expect(statuses.filter((status) => status !== 200), 'statuses other than 200').to.deep.equal([]);
+    expect(arrived, 'writes that reached the store').to.equal(CONCURRENT);
+    expect(await shedCount(app(), 'inflight_per_caller')).to.equal(0);
   });
 });

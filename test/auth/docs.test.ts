@@ -1,7 +1,16 @@
 import { writeFileSync } from 'node:fs';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { expect } from 'chai';
+import { createApp } from '../../src/app.ts';
+import { type Authenticator, openAuthenticator } from '../../src/auth/authenticator.ts';
+import { createHttpServer } from '../../src/http/http-server.ts';
+import { createStoreSet } from '../../src/store/store-set.ts';
+import type { DataStore } from '../../src/store/store.ts';
+import { createLogger } from '../../src/telemetry/logger.ts';
 import { type KeyEntry, keysFile, newApiKey, tempDirectory } from '../support/access-files.ts';
+import { ApiClient } from '../support/api-client.ts';
 import { embeddedHarness } from '../support/stores.ts';
 import { useTestApp } from '../support/test-app.ts';
 
@@ -74,7 +83,7 @@ describe('the OpenAPI document with authentication on', () => {
           continue;
         }
         if (operation.operationId === 'metrics') {
-          // On the API port the metrics need a credential too (any grant).
+          // On the API port the metrics need a credential too (with a grant on every store).
           expect(operation.security).to.deep.equal([{ bearer: [] }, { apiKey: [] }]);
           continue;
         }
@@ -141,23 +150,64 @@ describe('the OpenAPI document open to all with authentication on', () => {
 
 describe('/metrics on the API port with authentication on', () => {
   const files = tempDirectory();
-  after(() => files.remove());
-  const scraper: KeyEntry = { name: 'prometheus', key: newApiKey(), role: 'reader', instances: ['not-served-here'] };
-  const app = useTestApp({
-    store: embeddedHarness,
-    auth: () => {
-      const apiKeysFile = join(files.path, 'keys.json');
-      writeFileSync(apiKeysFile, keysFile([scraper]));
-      return { config: { modes: ['apikey'], apiKeysFile, protectDocs: false } };
-    },
+  const stores: DataStore[] = [];
+  const keys = {
+    both: { name: 'prometheus', key: newApiKey(), role: 'reader', instances: ['one/local', 'two/*'] },
+    one: { name: 'one-store', key: newApiKey(), role: 'admin', instances: ['one/*'] },
+    elsewhere: { name: 'elsewhere', key: newApiKey(), role: 'reader', instances: ['not-served-here'] },
+  } satisfies Record<string, KeyEntry>;
+  let server: Server | undefined;
+  let authenticator: Authenticator | undefined;
+  let api: ApiClient;
+
+  // Two stores, so that a caller may be granted one of them.
+  before(async function () {
+    const harness = embeddedHarness(this);
+    for (let i = 0; i < 2; i++) stores.push(await harness.open(['local']));
+    const served = createStoreSet(
+      stores.map((store, index) => ({ name: index === 0 ? 'one' : 'two', driver: 'embedded', instances: ['local'], store })),
+      'one',
+    );
+    const apiKeysFile = join(files.path, 'keys.json');
+    writeFileSync(apiKeysFile, keysFile(Object.values(keys)));
+    const logger = createLogger('silent');
+    authenticator = openAuthenticator({ modes: ['apikey'], apiKeysFile, protectDocs: false }, { logger, stores: served });
+    const app = createApp({
+      config: { maxBodyBytes: 1024 * 1024, storeTimeoutMs: 5000, maxInflight: 16, rateLimitPerSecond: undefined },
+      stores: served,
+      logger,
+      auth: { authenticator, protectDocs: false },
+    });
+    const listening = createHttpServer(app);
+    await new Promise<void>((resolve) => listening.listen(0, '127.0.0.1', resolve));
+    server = listening;
+    api = await ApiClient.connect(`http://127.0.0.1:${(listening.address() as AddressInfo).port}`);
+  });
+  after(async () => {
+    server?.closeAllConnections();
+    await new Promise((resolve) => server?.close(resolve));
+    authenticator?.close();
+    await Promise.all(stores.map((store) => store.close()));
+    files.remove();
   });
 
-  it('needs a credential with a grant, whatever AUTH_PROTECT_DOCS says', async () => {
-    const refused = await app().api.get('/metrics');
-    expect(refused.status).to.equal(401);
-    expect(refused.body.code).to.equal('UNAUTHENTICATED');
-    const served = await app().api.get('/metrics', { headers: { 'x-api-key': scraper.key } });
+  it('needs a credential, whatever AUTH_PROTECT_DOCS says', async () => {
+    const refused = await api.get('/metrics');
+    expect([refused.status, refused.body.code]).to.deep.equal([401, 'UNAUTHENTICATED']);
+  });
+
+  it('needs a grant on every store, since the metrics name them all; and never names the ones a caller lacks', async () => {
+    // Traffic on both stores, so that both names are in the metrics.
+    for (const store of ['one', 'two']) {
+      expect((await api.as({ 'x-api-key': keys.both.key }).get(`/v2/stores/${store}/instances/local/tables`)).status).to.equal(200);
+    }
+    for (const caller of [keys.one, keys.elsewhere]) {
+      const refused = await api.get('/metrics', { headers: { 'x-api-key': caller.key } });
+      expect([refused.status, refused.body.code], caller.name).to.deep.equal([403, 'PERMISSION_DENIED']);
+      expect(refused.body.detail).to.contain('METRICS_PORT').and.not.to.contain('two');
+    }
+    const served = await api.get('/metrics', { headers: { 'x-api-key': keys.both.key } });
     expect(served.status).to.equal(200);
-    expect(served.body).to.contain('kvcrud_http_request_duration_seconds');
+    expect(served.body).to.contain('store="one"').and.to.contain('store="two"');
   });
 });

@@ -84,7 +84,13 @@ describe('v2 authorization', () => {
     const unknown = randomInstanceId();
     expect(problemOf(await as('writer-store').get(`${tables(unknown)}/shared/rows`))).to.deep.equal({ status: 404, code: 'INSTANCE_NOT_FOUND' });
     expect(problemOf(await as('reader-first').get(`${tables(unknown)}/shared/rows`))).to.deep.equal({ status: 403, code: 'PERMISSION_DENIED' });
-    expect(problemOf(await as('admin-all').get(tables(app().instances[0] ?? '', 'nope')))).to.deep.equal({ status: 404, code: 'STORE_NOT_FOUND' });
+    const missing = await as('admin-all').get(tables(app().instances[0] ?? '', 'nope'));
+    expect(problemOf(missing)).to.deep.equal({ status: 404, code: 'STORE_NOT_FOUND' });
+    expect(missing.body.detail).to.contain(`You may use "${app().storeName}"`);
+    // A caller that may use no store is pointed to the list, and told of none.
+    const elsewhere = await as('elsewhere').get('/v2/stores/other-store');
+    expect(problemOf(elsewhere)).to.deep.equal({ status: 404, code: 'STORE_NOT_FOUND' });
+    expect(elsewhere.body.detail).to.contain('GET /v2/stores').and.not.to.contain('You may use');
     expect(problemOf(await as('writer-store').get(tables(app().instances[0] ?? '', 'nope')))).to.deep.equal({ status: 403, code: 'PERMISSION_DENIED' });
   });
 

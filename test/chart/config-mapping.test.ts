@@ -34,6 +34,7 @@ describe('the Helm chart maps values to the service configuration', function () 
           maxInflightUnauthenticated: 8,
           minBodyBytesPerSecond: 4096,
           rateLimitPerSecond: 20,
+          trustedProxies: ['loopback', '10.8.0.0/14'],
         },
         'shutdown.timeoutMs': 12_000,
       },
@@ -48,6 +49,7 @@ describe('the Helm chart maps values to the service configuration', function () 
       MAX_INFLIGHT: '64',
       MAX_INFLIGHT_PER_CALLER: '16',
       MAX_INFLIGHT_UNAUTHENTICATED: '8',
+      TRUSTED_PROXIES: 'loopback,10.8.0.0/14',
       MIN_BODY_BYTES_PER_SECOND: '4096',
       RATE_LIMIT_PER_SECOND: '20',
       V1_MAX_VERSIONS: '1',
@@ -70,6 +72,7 @@ describe('the Helm chart maps values to the service configuration', function () 
       maxInflightUnauthenticated: 8,
       minBodyBytesPerSecond: 4096,
       rateLimitPerSecond: 20,
+      trustedProxies: ['loopback', '10.8.0.0/14'],
       shutdownTimeoutMs: 12_000,
       instanceIds: ['orders-prod', 'users-prod'],
       logLevel: 'info',
@@ -82,7 +85,7 @@ describe('the Helm chart maps values to the service configuration', function () 
     const manifests = await render(helm, { valuesFiles: ['ci/default-values.yaml'] });
     expect(environment(manifests))
       .to.include({ MAX_INFLIGHT: '256', MAX_INFLIGHT_UNAUTHENTICATED: '16', MIN_BODY_BYTES_PER_SECOND: '16384' })
-      .and.not.have.any.keys('RATE_LIMIT_PER_SECOND', 'MAX_INFLIGHT_PER_CALLER');
+      .and.not.have.any.keys('RATE_LIMIT_PER_SECOND', 'MAX_INFLIGHT_PER_CALLER', 'TRUSTED_PROXIES');
     expect(loadConfig(environment(manifests))).to.deep.include({
       maxInflight: 256,
       maxInflightPerCaller: 128,

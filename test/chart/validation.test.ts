@@ -275,11 +275,19 @@ describe('the Helm chart refuses invalid values', function () {
   it('checks types and names with values.schema.json, unknown keys included', async () => {
     const result = await template(helm, {
       valuesFiles: ['ci/default-values.yaml'],
-      set: { dataStore: 'mongo', 'bigtable.instanceIds': ['Bad_Instance'], 'gcp.projectId': 'projects/x', replicaCount: -1, 'config.timeout': 5, 'image.digest': 'latest' },
+      set: {
+        dataStore: 'mongo',
+        'bigtable.instanceIds': ['Bad_Instance'],
+        'gcp.projectId': 'projects/x',
+        replicaCount: -1,
+        'config.timeout': 5,
+        'config.trustedProxies': ['ingress.example'],
+        'image.digest': 'latest',
+      },
     });
     expect(result.code).to.not.equal(0);
     expect(result.stderr).to.contain("values don't meet the specifications of the schema");
-    for (const path of ['/dataStore', '/bigtable/instanceIds/0', '/gcp/projectId', '/replicaCount', '/image/digest']) {
+    for (const path of ['/dataStore', '/bigtable/instanceIds/0', '/gcp/projectId', '/replicaCount', '/config/trustedProxies/0', '/image/digest']) {
       expect(result.stderr, path).to.contain(`at '${path}'`);
     }
     expect(result.stderr).to.match(/additional properties 'timeout' not allowed/);

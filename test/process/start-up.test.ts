@@ -132,6 +132,16 @@ describe('the service process', () => {
       }
     });
 
+    it('exits 78 with one line for each problem of a misspelt driver field', async () => {
+      writeFileSync(join(directory, 'typo.yaml'), 'stores:\n  main:\n    drver: embedded\n    instances: [local]\n');
+      const { code, stderr } = await runServiceToExit(cleanEnv({ STORES_FILE: join(directory, 'typo.yaml') }));
+      expect(code).to.equal(EX_CONFIG);
+      expect(stderr).to.equal(
+        'kvcrud: invalid configuration: STORES_FILE: stores.main.driver is required\n' +
+          'kvcrud: invalid configuration: STORES_FILE: stores.main.drver is an unknown field (did you mean driver?)\n',
+      );
+    });
+
     it('exits 78 naming the store and the field of every problem, and each variable it cannot be combined with', async () => {
       writeFileSync(join(directory, 'bad.json'), JSON.stringify({ default: 'main', stores: { main: { driver: 'bigtable', instances: ['orders-prod'] } } }));
       const { code, stdout, stderr } = await runServiceToExit(cleanEnv({ STORES_FILE: join(directory, 'bad.json'), DATA_DIR: './data' }));

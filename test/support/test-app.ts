@@ -35,6 +35,8 @@ export interface TestAppOptions {
   /** MIN_BODY_BYTES_PER_SECOND; the service's default (16 KiB/s) when left out. */
   readonly minBodyBytesPerSecond?: number;
   readonly rateLimitPerSecond?: number;
+  /** TRUSTED_PROXIES; none when left out. */
+  readonly trustedProxies?: readonly string[];
   /** V1_MAX_VERSIONS; the service's default (1) when left out. */
   readonly v1MaxVersions?: number;
   /** Shorter server timeouts, for tests of slow clients. */
@@ -113,6 +115,7 @@ export async function startTestApp(options: TestAppOptions): Promise<TestApp> {
       ...(options.maxInflightUnauthenticated === undefined ? {} : { maxInflightUnauthenticated: options.maxInflightUnauthenticated }),
       ...(options.minBodyBytesPerSecond === undefined ? {} : { minBodyBytesPerSecond: options.minBodyBytesPerSecond }),
       rateLimitPerSecond: options.rateLimitPerSecond,
+      ...(options.trustedProxies === undefined ? {} : { trustedProxies: options.trustedProxies }),
       ...(options.v1MaxVersions === undefined ? {} : { v1MaxVersions: options.v1MaxVersions }),
     },
     stores,
@@ -122,7 +125,7 @@ export async function startTestApp(options: TestAppOptions): Promise<TestApp> {
     ...(options.answerBudget === undefined ? {} : { answerBudget: options.answerBudget }),
   });
   const server: Server = await new Promise((resolve) => {
-    const listening = createHttpServer(app, options.serverLimits).listen(0, '127.0.0.1', () => resolve(listening));
+    const listening = createHttpServer(app, options.serverLimits, logger).listen(0, '127.0.0.1', () => resolve(listening));
   });
   const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   return {

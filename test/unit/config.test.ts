@@ -24,6 +24,15 @@ function problemsOf(env: Record<string, string>): string[] {
 }
 
 describe('loadConfig', () => {
+  it('reads TRUSTED_PROXIES as a list of addresses, ranges and named ranges, and refuses anything else', () => {
+    expect(loadConfig({ ...BASE, TRUSTED_PROXIES: 'loopback, 10.0.0.0/8,fd00::1' }).trustedProxies).to.deep.equal(['loopback', '10.0.0.0/8', 'fd00::1']);
+    expect(problemsOf({ ...BASE, TRUSTED_PROXIES: 'loopback,,10.0.0.1' })).to.deep.equal(['TRUSTED_PROXIES has an empty entry']);
+    expect(problemsOf({ ...BASE, TRUSTED_PROXIES: '10.0.0.0/33' })).to.deep.equal([
+      'TRUSTED_PROXIES entry "10.0.0.0/33" is not an IP address, a CIDR range, or one of loopback, linklocal, uniquelocal',
+    ]);
+    expect(problemsOf({ ...BASE, TRUSTED_PROXIES: 'ingress.local' })).to.have.length(1);
+  });
+
   it('applies the defaults', () => {
     expect(loadConfig(BASE)).to.deep.equal({
       port: 8080,
@@ -34,6 +43,7 @@ describe('loadConfig', () => {
       maxInflightUnauthenticated: 16,
       minBodyBytesPerSecond: 16 * 1024,
       rateLimitPerSecond: undefined,
+      trustedProxies: [],
       instanceIds: ['inst-a'],
       stores: onlyStore('bigtable', ['inst-a'], { projectId: 'my-project' }),
       shutdownTimeoutMs: 25_000,
@@ -53,6 +63,7 @@ describe('loadConfig', () => {
       maxInflightUnauthenticated: 16,
       minBodyBytesPerSecond: 16 * 1024,
       rateLimitPerSecond: undefined,
+      trustedProxies: [],
       instanceIds: ['local'],
       stores: onlyStore('embedded', ['local'], { dataDir: './data' }),
       shutdownTimeoutMs: 25_000,
@@ -346,10 +357,24 @@ stores:
       `STORES_FILE: stores.cache.driver must be one of [${DRIVERS.map((driver) => driver.name).join(', ')}]`,
       'STORES_FILE: stores.disk.instances[0] "-x" is not a valid embedded instance ID (1-33 characters: lowercase letters, digits and hyphens, starting with a letter)',
       'STORES_FILE: stores.disk.dataDir must be a string',
-      'STORES_FILE: stores.disk.colour is not allowed',
+      'STORES_FILE: stores.disk.colour is an unknown field',
       'STORES_FILE: stores.none.instances is required',
       'STORES_FILE: stores.empty.instances must contain at least 1 items',
       "STORES_FILE: stores.bare must be a map of the store's driver, instances and settings",
+    ]);
+  });
+
+  it('names a misspelt field as unknown, with the field it most likely means, also when it is the driver', () => {
+    const env = storesFile(`
+stores:
+  main: { drver: embedded, instances: [local] }
+  disk: { driver: embedded, instances: [local], datadir: ./data }
+default: main
+`);
+    expect(problemsOf(env)).to.deep.equal([
+      'STORES_FILE: stores.main.driver is required',
+      'STORES_FILE: stores.main.drver is an unknown field (did you mean driver?)',
+      'STORES_FILE: stores.disk.datadir is an unknown field (did you mean dataDir?)',
     ]);
   });
 

@@ -47,7 +47,7 @@ const POOL: readonly unknown[] = [
   '', 'a', 'cf', 'cf:status', 'cf:', ':x', 'orders', '-orders', '.x', 'a b', 'x'.repeat(50), 'x'.repeat(51), 'x'.repeat(65),
   'k'.repeat(4096), 'k'.repeat(4097), 'é'.repeat(2048), 'é'.repeat(2049), '\ud800', 'a\udc00b', '\ud83d\ude00',
   'AAAA', 'AA==', 'AA=', 'A', '_-8', 'c3RhdHVz', 'base64', 'BASE64', 'utf8', '2026-11-21T04:27:00.123Z', '2026-11-21T04:27:00.1234567Z', '1969-12-31T23:59:59Z',
-  '2', '1e3', 'true',
+  '2', '1e3', 'true', '01', '1.0', '+1', ' 1', ' true',
   0, -0, 1, 2, 3, 1.5, -1, 101, 2 ** 53, 2 ** 53 - 1, 1e300, true, false, null,
   [], {}, ['cf'], [''], ['a', 'a'], [1], { family: 'cf' }, { family: 'cf', column: 'a', value: 'b' }, { name: 'cf' },
 ];
@@ -162,6 +162,11 @@ describe('precheck', () => {
     expect(precheckOf(batchGet)?.({ keys: ['a'], versions: 2 }, {})).to.equal(true);
     expect(precheckOf(get)?.({ versions: '2' }, {})).to.equal(false);
     expect(get.validate({ versions: '2' }, joiOptions(undefined)).value).to.deep.equal({ versions: 2 });
+    // Only decimal digits are converted: joi alone would read each of these as 1.
+    for (const versions of ['01', '1e0', '1.0', '+1', ' 1']) {
+      expect(precheckOf(get)?.({ versions }, {}), versions).to.equal(false);
+      expect(get.validate({ versions }, joiOptions(undefined)).error?.message, versions).to.match(/^versions must be decimal digits only/);
+    }
   });
 
   it('leaves a value to joi when a custom rule throws, or warns', () => {

@@ -23,12 +23,17 @@ describe('v2 stores', () => {
     const response = await api.get(`/v2/stores/${storeName}`);
     expect(response.status).to.equal(200);
     expect(response.body.name).to.equal(storeName);
-    expect(problemOf(await api.get('/v2/stores/prod-bt'))).to.deep.equal({ status: 404, code: 'STORE_NOT_FOUND' });
+    const missing = await api.get('/v2/stores/prod-bt');
+    expect(problemOf(missing)).to.deep.equal({ status: 404, code: 'STORE_NOT_FOUND' });
+    // It says which stores to use instead, as INSTANCE_NOT_FOUND says which instances.
+    expect(missing.body.detail).to.contain(`You may use "${storeName}"`).and.to.contain('GET /v2/stores');
   });
 
   it('answers 404 STORE_NOT_FOUND and INSTANCE_NOT_FOUND for a path naming what is not served', async () => {
     const { api, storeName, instance } = app();
-    expect(problemOf(await api.get(`/v2/stores/nope/instances/${instance}/tables`))).to.deep.equal({ status: 404, code: 'STORE_NOT_FOUND' });
+    const store = await api.get(`/v2/stores/nope/instances/${instance}/tables`);
+    expect(problemOf(store)).to.deep.equal({ status: 404, code: 'STORE_NOT_FOUND' });
+    expect(store.body.detail).to.contain(`You may use "${storeName}"`);
     expect(problemOf(await api.get(`/v2/stores/${storeName}/instances/nope/tables`))).to.deep.equal({ status: 404, code: 'INSTANCE_NOT_FOUND' });
   });
 

@@ -1,5 +1,5 @@
 import type { Middleware } from 'koa';
-import { type AccessTarget, type Role, callerMay } from '../../auth/access.ts';
+import { type AccessTarget, type Role, type ServedStores, callerMay, usableStores } from '../../auth/access.ts';
 import { ApiError } from '../../service/errors.ts';
 import type { AppState } from '../app-state.ts';
 
@@ -33,6 +33,25 @@ export function requireGrant(): Middleware<AppState> {
     const caller = ctx.state.caller;
     if (caller === undefined || caller.grants.length === 0) {
       throw new ApiError('PERMISSION_DENIED', `${caller?.name ?? 'The caller'} has no grant on this service.`);
+    }
+    await next();
+  };
+}
+
+/**
+ * requireGrantOnEveryStore lets the request on if the authenticated caller may use every served
+ * store (as GET /v2/stores shows it): the metrics name every store and show its traffic, and store
+ * names are shown only to callers granted them. The refusal does not name the stores it lacks.
+ */
+export function requireGrantOnEveryStore(served: ServedStores, what: string): Middleware<AppState> {
+  return async (ctx, next) => {
+    const caller = ctx.state.caller;
+    const usable = caller === undefined ? 0 : usableStores(caller, served).length;
+    if (usable < served.all.length) {
+      throw new ApiError(
+        'PERMISSION_DENIED',
+        `${caller?.name ?? 'The caller'} may not read ${what}: it names every store, and this caller has no grant on ${served.all.length - usable} of the ${served.all.length}. Scrape METRICS_PORT, or grant it every store.`,
+      );
     }
     await next();
   };

@@ -3,6 +3,7 @@ import type { Middleware } from 'koa';
 import { ApiError } from '../../service/errors.ts';
 import type { AppState } from '../app-state.ts';
 import { toProblem } from '../problems.ts';
+import { routeHint } from '../route-hints.ts';
 
 /** Seconds a caller should wait before retrying after a 503 (or a 429 that did not say). */
 const RETRY_AFTER_SECONDS = 1;
@@ -44,7 +45,8 @@ function throwForUnanswered(status: number, method: string, path: string, allow:
     throw new ApiError('METHOD_NOT_ALLOWED', `${method} is not allowed on ${path}; allowed: ${allow}.`);
   }
   if (status === 404 || status === 405 || status === 501) {
-    throw new ApiError('ROUTE_NOT_FOUND', `No endpoint at ${path}.`);
+    const hint = routeHint(path);
+    throw new ApiError('ROUTE_NOT_FOUND', `No endpoint at ${path}.${hint === undefined ? '' : ` ${hint}`}`);
   }
 }
 

@@ -38,11 +38,13 @@ const EXPLORER_CSP = [
  * `openApiJson` gives the document for the request's reader (see openApiDocuments). `guard`
  * (AUTH_PROTECT_DOCS) runs before the explorer page and the document. The swagger-ui
  * assets (public library code) and the problem pages (which 401 answers link to) stay open.
+ * `order` lists the operationIds in the order the explorer shows them in each group.
  */
 export function docsRoutes(
   router: Router<AppState>,
   openApiJson: (ctx: ParameterizedContext<AppState>) => string,
   guard: readonly Middleware<AppState>[] = [],
+  order: readonly string[] = [],
 ): void {
   const assets = new Map(
     Object.entries(ASSETS).map(([name, asset]) => [name, { body: readFileSync(join(SWAGGER_UI_DIR, asset.file)), type: asset.type }]),
@@ -59,6 +61,7 @@ export function docsRoutes(
       validatorUrl: null,
       displayRequestDuration: true,
       docExpansion: 'list',
+      plugins: operationOrderPlugin(order),
     },
   });
 
@@ -94,6 +97,35 @@ export function docsRoutes(
     if (code === undefined) throw new ApiError('ROUTE_NOT_FOUND', `No problem type at ${ctx.path}.`);
     ctx.body = { type: problemType(code), code, ...PROBLEM_TYPES[code] };
   });
+}
+
+/**
+ * A Swagger UI plugin (as the source the page's script includes) that shows each group's
+ * operations in `order`. Swagger UI keeps the document's order, where the operations of one path
+ * stay together: "Delete a table" would follow "Describe a table", and the row examples after it
+ * would find no table. Operations not in `order` come last, as the document has them.
+ */
+function operationOrderPlugin(order: readonly string[]): string {
+  // JSON of plain operationIds; "<" escaped all the same, as it goes into a <script>.
+  const ranks = JSON.stringify(Object.fromEntries(order.map((operationId, index) => [operationId, index]))).replaceAll('<', '\\u003c');
+  return `function OperationOrderPlugin() {
+    var ranks = ${ranks};
+    var rank = function (operation) {
+      var found = ranks[operation.getIn(['operation', 'operationId'])];
+      return found === undefined ? ${order.length} : found;
+    };
+    return { statePlugins: { spec: { wrapSelectors: {
+      taggedOperations: function (original) {
+        return function () {
+          var tagged = original.apply(null, arguments);
+          var sort = function (groups) {
+            return groups.map(function (group) { return group.set('operations', group.get('operations').sortBy(rank)); });
+          };
+          return typeof tagged === 'function' ? function (system) { return sort(tagged(system)); } : sort(tagged);
+        };
+      }
+    } } } };
+  }`;
 }
 
 /** Drops the <link> elements koa2-swagger-ui's template points at other origins (web fonts). */

@@ -1,9 +1,10 @@
 import type { RouterContext, RouterMiddleware } from '@koa/router';
-import { ALL_INSTANCES, type Role, type ServedStores, parseScope, usableStores } from '../../auth/access.ts';
+import { ALL_INSTANCES, type Caller, type Role, type ServedStores, parseScope, usableStores } from '../../auth/access.ts';
 import { ApiError } from '../../service/errors.ts';
 import { shorten } from '../../service/text.ts';
 import type { AppState } from '../app-state.ts';
 import { authorize } from '../middleware/authorize.ts';
+import { DOT_KEY_ADVICE } from '../route-hints.ts';
 import type { Operation, Services } from '../operations/operation.ts';
 
 /**
@@ -13,7 +14,7 @@ import type { Operation, Services } from '../operations/operation.ts';
  */
 export function v2Guards(services: Services, defaultStore: string): (operation: Operation) => Array<RouterMiddleware<AppState>> {
   const servedTarget: RouterMiddleware<AppState> = (ctx, next) => {
-    ctx.state.store = services.stores.instance(ctx.params['store'] ?? '', ctx.params['instance'] ?? '').name;
+    ctx.state.store = services.stores.instance(ctx.params['store'] ?? '', ctx.params['instance'] ?? '', usableNames(ctx.state.caller, services)).name;
     return next();
   };
   return (operation) => {
@@ -21,6 +22,11 @@ export function v2Guards(services: Services, defaultStore: string): (operation: 
     if (operation.pathParameters.includes('store')) return [authorizeStore(operation.role, operation.operationId, services.stores)];
     return [];
   };
+}
+
+/** The names of the stores `caller` may use, for a STORE_NOT_FOUND to list. */
+export function usableNames(caller: Caller | undefined, services: Pick<Services, 'stores'>): () => readonly string[] {
+  return () => (caller === undefined ? [] : usableStores(caller, services.stores).map((store) => store.name));
 }
 
 /**
@@ -53,7 +59,10 @@ function authorizeStore(role: Role, operationId: string, served: ServedStores): 
 /**
  * The path parameters of a v2 request. The row key is read from the raw path and decoded
  * strictly: the router would keep a malformed percent-encoding as it is and so name another row.
- * A `:` in a key must be sent as %3A, so that `rows/{key}:mutate` is never ambiguous.
+ * A `:` in a key must be sent as %3A, so that `rows/{key}:mutate` is never ambiguous. A key that a
+ * URL parser would rewrite is refused even when it arrives intact (from a client that sends paths
+ * as they are), since the same request from fetch, a browser or curl would reach another path: a
+ * raw `\` (read as `/`), and the dot segments `.` and `..` however they are encoded.
  */
 export function v2PathParams(ctx: RouterContext<AppState>, operation: Operation): Record<string, string> {
   if (!operation.pathParameters.includes('key')) return ctx.params;
@@ -62,12 +71,14 @@ export function v2PathParams(ctx: RouterContext<AppState>, operation: Operation)
   const suffix = operation.path.slice(operation.path.lastIndexOf('}') + 1);
   if (suffix !== '' && raw.toLowerCase().endsWith(suffix.toLowerCase())) raw = raw.slice(0, raw.length - suffix.length);
   if (raw.includes(':')) throw invalidKey('a ":" in a key must be sent percent-encoded, as %3A');
+  if (raw.includes('\\')) throw invalidKey('a "\\" in a key must be sent percent-encoded, as %5C: URL parsers read a raw one as "/"');
   let key: string;
   try {
     key = decodeURIComponent(raw);
   } catch {
     throw invalidKey('key is not valid percent-encoded UTF-8');
   }
+  if (key === '.' || key === '..') throw invalidKey(`the key "${key}" cannot be sent in a path: ${DOT_KEY_ADVICE}`);
   return { ...ctx.params, key };
 }
 

@@ -6,6 +6,7 @@ import { shorten } from '../../service/text.ts';
 import { type Operation, defineOperation } from '../operations/operation.ts';
 import { bodyBytes, columnSelector, inBase64, renderCell, renderKey, renderRow, urlBytes, withCells } from './bytes.ts';
 import { cellFields, familySpec, mutationFields, mutationOf, requireDistinctCells, setCells, setOf, tallValues } from './mapping.ts';
+import { usableNames } from './guards.ts';
 import * as schemas from './schemas.ts';
 
 /** Codes any v2 operation may answer with. */
@@ -30,8 +31,9 @@ const selection = (query: schemas.ReadQuery, inUrl: boolean) => ({
 });
 
 /**
- * The v2 API, in the order a newcomer uses it: stores, tables, rows, then deletion. Each example
- * request works as it is against a fresh service, in that order.
+ * The v2 API, in the order a newcomer uses it: stores, tables, rows, then deletion; the explorer
+ * shows them so. Each example request works as it is against a fresh service, in that order,
+ * but the last: both table deletions name the example table, which the one before deleted.
  */
 export const V2_OPERATIONS: readonly Operation[] = [
   defineOperation<undefined, schemas.NoQuery>({
@@ -80,26 +82,11 @@ export const V2_OPERATIONS: readonly Operation[] = [
       const usable = caller === undefined ? undefined : usableStores(caller, services.stores).find((store) => store.name === params.store);
       return Promise.resolve(
         services.stores.describe(
-          services.stores.store(params.store),
+          services.stores.store(params.store, usableNames(caller, services)),
           usable?.instances.map((instance) => instance.name) ?? [],
         ),
       );
     },
-  }),
-  defineOperation<schemas.InstancePath, schemas.NoQuery>({
-    operationId: 'tables.list',
-    tag: 'v2',
-    role: 'reader',
-    method: 'get',
-    path: TABLES,
-    pathParameters: INSTANCE_PARAMETERS,
-    params: schemas.instancePath,
-    query: schemas.noQuery,
-    summary: 'List tables',
-    description: 'The names of the tables of the instance, in byte order.',
-    success: { status: 200, description: 'The tables.', schema: schemas.tablesResponse, example: () => ({ tables: ['orders'] }) },
-    errors: ON_INSTANCE,
-    handle: async ({ params }, { services, signal }) => ({ tables: await services.tables.list(params.store, params.instance, { signal }) }),
   }),
   defineOperation<schemas.InstancePath, schemas.NoQuery, schemas.CreateTableBody>({
     operationId: 'tables.create',
@@ -126,6 +113,21 @@ export const V2_OPERATIONS: readonly Operation[] = [
     errors: [...ON_INSTANCE, 'TABLE_ALREADY_EXISTS', 'NOT_SUPPORTED_BY_STORE'],
     handle: ({ params, body }, { services, signal }) =>
       services.tables.create({ ...params, table: body.name }, body.families.map(familySpec), { signal }),
+  }),
+  defineOperation<schemas.InstancePath, schemas.NoQuery>({
+    operationId: 'tables.list',
+    tag: 'v2',
+    role: 'reader',
+    method: 'get',
+    path: TABLES,
+    pathParameters: INSTANCE_PARAMETERS,
+    params: schemas.instancePath,
+    query: schemas.noQuery,
+    summary: 'List tables',
+    description: 'The names of the tables of the instance, in byte order.',
+    success: { status: 200, description: 'The tables.', schema: schemas.tablesResponse, example: () => ({ tables: ['orders'] }) },
+    errors: ON_INSTANCE,
+    handle: async ({ params }, { services, signal }) => ({ tables: await services.tables.list(params.store, params.instance, { signal }) }),
   }),
   defineOperation<schemas.TablePath, schemas.NoQuery>({
     operationId: 'tables.get',
@@ -407,7 +409,7 @@ export const V2_OPERATIONS: readonly Operation[] = [
     description:
       'Checks that every named table exists, then deletes them in the order given. If any is missing, the answer is 404 with `notFound` ' +
       'and nothing is deleted. If the store fails part-way, the error lists the tables `deleted` and `notDeleted`. ' +
-      '(The example deletes the example table: create it again first if you deleted it above.)',
+      '(The example deletes the example table, which "Delete a table" above deleted: create it again first, and this example answers 200.)',
     success: { status: 200, description: 'All the tables were deleted.', schema: schemas.batchDeleteResponse, example: () => ({ deleted: ['orders'] }) },
     errors: [...ON_INSTANCE, 'TABLE_NOT_FOUND'],
     handle: async ({ params, body }, { services, signal }) => ({

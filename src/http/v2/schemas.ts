@@ -179,8 +179,23 @@ const encodingQuery = Joi.string()
   .valid('base64')
   .description('`base64`: every key, column and value of the request (path and query: base64url) and of the answer is base64.');
 
-// Query strings arrive as text: their numbers and booleans are converted, nothing else.
-const queryNumber = (schema: Joi.NumberSchema) => schema.prefs({ convert: true });
+// Query strings arrive as text: their numbers and booleans are converted, nothing else. A number
+// only from the form the document gives it, decimal digits: joi alone would read `01`, `+1`,
+// `1e0`, `1.0` and ` 1` as 1, which is the coercion the API has not.
+const DECIMAL_INTEGER = /^(?:0|-?[1-9][0-9]*)$/;
+const queryNumber = (schema: Joi.NumberSchema) =>
+  schema.prefs({ convert: true }).custom((value: number, helpers) =>
+    typeof helpers.original !== 'string' || DECIMAL_INTEGER.test(helpers.original)
+      ? value
+      : helpers.message({ custom: '{{#label}} must be decimal digits only (no sign, leading zero, exponent, fraction or space)' }),
+  );
+// A boolean only from `true` or `false` as they are (joi would trim spaces).
+const queryBoolean = Joi.boolean()
+  .sensitive()
+  .prefs({ convert: true })
+  .custom((value: boolean, helpers) =>
+    typeof helpers.original !== 'string' || helpers.original === 'true' || helpers.original === 'false' ? value : helpers.message({ custom: '{{#label}} must be true or false' }),
+  );
 
 /** A query with no parameters: any is refused. */
 export type NoQuery = Record<string, never>;
@@ -197,9 +212,7 @@ export const scanQuery = Joi.object<ScanQuery>({
   start: carriesRowKeys(urlBytes('First key of the scan (inclusive); empty or absent: from the first key', true)),
   end: carriesRowKeys(urlBytes('Key the scan stops before (exclusive); empty or absent: to the last key', true)),
   prefix: carriesRowKeys(urlBytes('Only keys starting with these bytes; excludes start and end', true).example('order#')),
-  reverse: Joi.boolean()
-    .sensitive()
-    .prefs({ convert: true })
+  reverse: queryBoolean
     .description('`true`: descending key order, from the largest key below `end`. Needs the store capability `reverseScan`.'),
   limit: queryNumber(Joi.number().integer().min(1).max(Number.MAX_SAFE_INTEGER)).description('Most rows over all pages.'),
   pageSize: queryNumber(Joi.number().integer().min(1).max(MAX_COUNT)).description(
