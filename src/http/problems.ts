@@ -83,6 +83,13 @@ export const PROBLEM_TYPES: Readonly<Record<ErrorCode, { status: number; title: 
     description: 'The path exists but not with this method; the `Allow` header lists the methods it has.',
   },
   TABLE_ALREADY_EXISTS: { status: 409, title: 'Table already exists', description: 'A table with this name exists in the instance.' },
+  NOT_A_COUNTER: {
+    status: 400,
+    title: 'Not a counter',
+    description:
+      'An increment names a column whose latest live value is not 8 bytes (a 64-bit big-endian integer). Nothing was written: ' +
+      'delete the column, or write it as a counter, first.',
+  },
   INVALID_PAGE_TOKEN: {
     status: 400,
     title: 'Invalid page token',

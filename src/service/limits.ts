@@ -54,6 +54,8 @@ export const LIMIT_DESCRIPTIONS: Readonly<Record<keyof PublishedLimits, string>>
   familiesPerTable: 'Most column families in one table.',
   versionsPerRead: 'Largest `versions` of a read.',
   timestampGranularityMicros: 'Timestamps written are multiples of this many microseconds (1000: milliseconds).',
+  conditionsPerCheck: 'Most conditions in one checkAndMutate, or in one conditional batch write entry.',
+  rulesPerRow: 'Most rules in one readModifyWrite.',
   tablesPerBatchDelete: 'Most tables in one batch delete (the same for every store).',
   columnsPerRead: 'Most column selectors (`columns`) in one read (the same for every store).',
   pageBytes:
@@ -67,6 +69,8 @@ export const CAPABILITY_DESCRIPTIONS: Readonly<Record<keyof StoreCapabilities, s
   multipleVersions: 'More than the latest version of a column is kept and readable: `versions` above 1, and families keeping several versions (or all).',
   maxAge: 'Families with `maxAgeSeconds`.',
   reverseScan: 'Scans with `reverse=true`.',
+  checkAndMutate: 'Conditional mutations: `:checkAndMutate`, and batch write entries with `conditions`.',
+  readModifyWrite: 'Counters and appends: `:readModifyWrite`.',
 };
 
 /** overLimit for a byte string longer than `max`. */
@@ -84,6 +88,8 @@ const CAPABILITY_USES: Readonly<Record<keyof StoreCapabilities, string>> = {
   multipleVersions: 'keep or read more than the latest version of a column',
   maxAge: 'expire versions by age (maxAgeSeconds)',
   reverseScan: 'scan in reverse key order',
+  checkAndMutate: 'apply mutations conditionally',
+  readModifyWrite: 'increment counters or append to values',
 };
 
 /**

@@ -40,6 +40,8 @@ export function apiErrorOf(error: StoreError): ApiError {
         error.capability === undefined ? {} : { capability: error.capability },
         error,
       );
+    case 'FAILED_PRECONDITION':
+      return new ApiError('NOT_A_COUNTER', 'An increment names a column whose latest value is not an 8-byte counter. Nothing was written.', {}, error);
     case 'INTERNAL':
       return new ApiError('INTERNAL', INTERNAL_DETAIL, {}, error);
   }

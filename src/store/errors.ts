@@ -16,12 +16,20 @@ export type StoreErrorCode =
   | 'INVALID_ARGUMENT'
   /** The request needs what this store cannot do. `capability` names the StoreCapabilities field. */
   | 'UNIMPLEMENTED'
+  /**
+   * The row is not in the state the operation needs (an increment of a value that is not a
+   * counter). `reason` says which; nothing was written.
+   */
+  | 'FAILED_PRECONDITION'
   /** The backend cannot be reached or refused the call for now; retrying later may succeed. */
   | 'UNAVAILABLE'
   /** The call did not finish before its deadline. */
   | 'DEADLINE_EXCEEDED'
   /** Anything else: a bug, a misconfiguration, an answer the adapter did not expect. */
   | 'INTERNAL';
+
+/** Why a FAILED_PRECONDITION: NOT_A_COUNTER, an increment of a value that is not 8 bytes. */
+export type StoreFailedPrecondition = 'NOT_A_COUNTER';
 
 /** The kinds of thing a NOT_FOUND or ALREADY_EXISTS error can name. */
 export type StoreResource = 'instance' | 'table' | 'columnFamily';
@@ -34,6 +42,8 @@ export interface StoreErrorOptions {
   limit?: keyof StoreLimits;
   /** UNIMPLEMENTED: the StoreCapabilities field the request needs. */
   capability?: keyof StoreCapabilities;
+  /** FAILED_PRECONDITION: which state the row was in. */
+  reason?: StoreFailedPrecondition;
   cause?: unknown;
 }
 
@@ -47,6 +57,7 @@ export class StoreError extends Error {
   readonly resourceName: string | undefined;
   readonly limit: keyof StoreLimits | undefined;
   readonly capability: keyof StoreCapabilities | undefined;
+  readonly reason: StoreFailedPrecondition | undefined;
 
   constructor(code: StoreErrorCode, message: string, options: StoreErrorOptions = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
@@ -56,6 +67,7 @@ export class StoreError extends Error {
     this.resourceName = options.name;
     this.limit = options.limit;
     this.capability = options.capability;
+    this.reason = options.reason;
   }
 }
 
@@ -69,4 +81,14 @@ export function callerGone(): StoreError {
 
 export function isStoreError(error: unknown, code?: StoreErrorCode): error is StoreError {
   return error instanceof StoreError && (code === undefined || error.code === code);
+}
+
+/** notACounter is the FAILED_PRECONDITION of an increment whose column holds a value that is not 8 bytes. */
+export function notACounter(family: string, bytes: number): StoreError {
+  return new StoreError('FAILED_PRECONDITION', `increment of a ${bytes}-byte value in family ${family}: a counter is 8 bytes`, { reason: 'NOT_A_COUNTER' });
+}
+
+/** unimplemented is the error of a call needing a capability this store does not publish. */
+export function unimplemented(capability: keyof StoreCapabilities): StoreError {
+  return new StoreError('UNIMPLEMENTED', `this store does not implement ${capability}`, { capability });
 }

@@ -3,8 +3,10 @@ import type { Histogram } from 'prom-client';
 import { StoreError, callerGone, isStoreError } from './errors.ts';
 import type {
   CallOptions,
+  ConditionalMutations,
   DataStore,
   FamilySpec,
+  ModifyRule,
   Mutation,
   ReadSelection,
   Row,
@@ -89,6 +91,25 @@ export class InstrumentedStore implements DataStore {
   readRows(ref: TableRef, keys: readonly Buffer[], selection: ReadSelection, options: CallOptions): Promise<Array<Row | null>> {
     const attributes = { ...tableAttributes(ref), 'db.operation.batch.size': keys.length, 'kvcrud.versions': selection.versions };
     return this.#observe('readRows', attributes, options, () => this.#store.readRows(ref, keys, selection, options));
+  }
+
+  checkAndMutateRow(ref: TableRef, key: Buffer, check: ConditionalMutations, options: CallOptions): Promise<boolean> {
+    const attributes = {
+      ...tableAttributes(ref),
+      'kvcrud.conditions': check.conditions.length,
+      'kvcrud.mutations': check.mutations.length,
+      'kvcrud.mutations.otherwise': check.otherwise.length,
+    };
+    return this.#observe('checkAndMutateRow', attributes, options, async (span) => {
+      const matched = await this.#store.checkAndMutateRow(ref, key, check, options);
+      span.setAttribute('kvcrud.matched', matched);
+      return matched;
+    });
+  }
+
+  readModifyWriteRow(ref: TableRef, key: Buffer, rules: readonly ModifyRule[], options: CallOptions): Promise<Row> {
+    const attributes = { ...tableAttributes(ref), 'kvcrud.rules': rules.length };
+    return this.#observe('readModifyWriteRow', attributes, options, () => this.#store.readModifyWriteRow(ref, key, rules, options));
   }
 
   /**

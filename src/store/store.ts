@@ -97,6 +97,42 @@ export interface DataStore {
   scanRows(ref: TableRef, scan: ScanRequest, options: CallOptions): AsyncIterable<Row>;
 
   /**
+   * checkAndMutateRow evaluates `check.conditions` (all must hold) against the row's live cells,
+   * then applies `check.mutations` if they all hold and `check.otherwise` if not, as mutateRow
+   * would, in one atomic step: no other write to the row comes between the evaluation and the
+   * mutations, and a failed call changed nothing. It resolves to whether the conditions held.
+   *
+   * A condition sees only live versions: one the family's retention policy has expired does not
+   * exist for it, even if the backend has not removed it yet (see FamilyPolicy). It must fail
+   * with NOT_FOUND (resource "table") for a missing table and NOT_FOUND (resource
+   * "columnFamily", name = the first such family, in the conditions, then the mutations, then
+   * `otherwise`) when any of them names a family the table does not have, deciding the latter
+   * before anything is written, whichever branch would apply.
+   * Needs the `checkAndMutate` capability.
+   */
+  checkAndMutateRow(ref: TableRef, key: Buffer, check: ConditionalMutations, options: CallOptions): Promise<boolean>;
+
+  /**
+   * readModifyWriteRow applies `rules` (at least one) to one row atomically and in order, each to
+   * the latest live version of its column as the earlier rules left it, and resolves to the row
+   * holding the new latest version of each column touched (one cell per column, ordered as in
+   * Row). It writes one new version per column touched, whose timestamp is the store's clock at
+   * its granularity, or the replaced version's timestamp when that is later (so the new version
+   * is never older than the one it replaced; a version at the same timestamp is replaced).
+   *
+   * - `increment` adds `amount` to the column's value read as a 64-bit two's-complement
+   *   big-endian integer (8 bytes), wrapping on overflow; a missing or expired column counts
+   *   from 0. A live value that is not 8 bytes fails the call with FAILED_PRECONDITION (reason
+   *   "NOT_A_COUNTER"), and nothing is written.
+   * - `append` appends `value` to the latest live value (to nothing when there is none).
+   *
+   * It must fail with NOT_FOUND (resource "table") for a missing table, and NOT_FOUND (resource
+   * "columnFamily", name = the first such family in rule order) before anything is written.
+   * Needs the `readModifyWrite` capability.
+   */
+  readModifyWriteRow(ref: TableRef, key: Buffer, rules: readonly ModifyRule[], options: CallOptions): Promise<Row>;
+
+  /**
    * checkHealth resolves when every served instance answers within the deadline, and fails with
    * UNAVAILABLE or DEADLINE_EXCEEDED otherwise. It must be cheap: readiness probes call it.
    */
@@ -167,6 +203,31 @@ export interface RowMutations {
   readonly mutations: readonly Mutation[];
 }
 
+/**
+ * One condition of a checkAndMutateRow, on the row's live versions: the row has a cell or none;
+ * the family has a cell in the row or none; the column has a version or none; the column's
+ * latest version holds exactly `value`.
+ */
+export type Condition =
+  | { readonly type: 'rowExists'; readonly exists: boolean }
+  | { readonly type: 'familyExists'; readonly family: string; readonly exists: boolean }
+  | { readonly type: 'columnExists'; readonly family: string; readonly column: Buffer; readonly exists: boolean }
+  | { readonly type: 'columnEquals'; readonly family: string; readonly column: Buffer; readonly value: Buffer };
+
+export interface ConditionalMutations {
+  /** At least one, at most limits.conditionsPerCheck; all must hold. */
+  readonly conditions: readonly Condition[];
+  /** Applied when every condition holds. */
+  readonly mutations: readonly Mutation[];
+  /** Applied when one does not. At least one of the two lists is not empty. */
+  readonly otherwise: readonly Mutation[];
+}
+
+/** One rule of a readModifyWriteRow. `amount` is within int64. */
+export type ModifyRule =
+  | { readonly type: 'increment'; readonly family: string; readonly column: Buffer; readonly amount: bigint }
+  | { readonly type: 'append'; readonly family: string; readonly column: Buffer; readonly value: Buffer };
+
 /** One stored cell version, as read back. */
 export interface Cell {
   readonly family: string;
@@ -227,6 +288,10 @@ export interface StoreCapabilities {
   readonly maxAge: boolean;
   /** scanRows with reverse: true. */
   readonly reverseScan: boolean;
+  /** checkAndMutateRow, and batch entries with conditions. */
+  readonly checkAndMutate: boolean;
+  /** readModifyWriteRow: counters and appends. */
+  readonly readModifyWrite: boolean;
 }
 
 /**
@@ -258,4 +323,8 @@ export interface StoreLimits {
   readonly versionsPerRead: number;
   /** Timestamps written must be multiples of this (1000 for stores of millisecond precision). */
   readonly timestampGranularityMicros: number;
+  /** Most conditions in one checkAndMutateRow. */
+  readonly conditionsPerCheck: number;
+  /** Most rules in one readModifyWriteRow. */
+  readonly rulesPerRow: number;
 }

@@ -160,6 +160,7 @@ const PROBLEM_EXAMPLES: Readonly<Record<ErrorCode, { readonly detail: string } &
   ROUTE_NOT_FOUND: { detail: 'No problem type at /problems/table-missing.' },
   METHOD_NOT_ALLOWED: { detail: 'PUT is not allowed on /v1/local/createTable; allowed: POST.' },
   TABLE_ALREADY_EXISTS: { detail: 'Table "orders" already exists in the instance.' },
+  NOT_A_COUNTER: { detail: 'An increment names a column whose latest value is not an 8-byte counter. Nothing was written.' },
   INVALID_PAGE_TOKEN: {
     detail:
       'pageToken is not a token of this scan: send the nextPageToken of the previous page, with the same table and query parameters (pageSize may change).',

@@ -1,6 +1,6 @@
 import { Bigtable, type BigtableOptions, admin as bigtableAdmin, v2, type protos } from '@google-cloud/bigtable';
 import { status as GrpcStatus } from '@grpc/grpc-js';
-import { StoreError, callerGone, isStoreError } from '../errors.ts';
+import { StoreError, callerGone, unimplemented, isStoreError } from '../errors.ts';
 import type {
   CallOptions,
   Cell,
@@ -241,6 +241,14 @@ export class BigtableStore implements DataStore {
 
   scanRows(ref: TableRef, scan: ScanRequest, options: CallOptions): AsyncIterable<Row> {
     return this.#scan(ref, scan, options);
+  }
+
+  checkAndMutateRow(): Promise<boolean> {
+    return Promise.reject(unimplemented('checkAndMutate'));
+  }
+
+  readModifyWriteRow(): Promise<Row> {
+    return Promise.reject(unimplemented('readModifyWrite'));
   }
 
   async checkHealth(options: CallOptions): Promise<void> {

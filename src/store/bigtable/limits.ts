@@ -7,6 +7,8 @@ export const BIGTABLE_CAPABILITIES: StoreCapabilities = Object.freeze({
   multipleVersions: true,
   maxAge: true,
   reverseScan: true,
+  checkAndMutate: false,
+  readModifyWrite: false,
 });
 
 /**
@@ -41,4 +43,6 @@ export const BIGTABLE_LIMITS: StoreLimits = Object.freeze({
   // Tables are created with Bigtable's default granularity, milliseconds; a timestamp that is not a
   // multiple of 1000 µs is refused.
   timestampGranularityMicros: 1000,
+  conditionsPerCheck: 16,
+  rulesPerRow: 1000,
 });

@@ -2,7 +2,7 @@ import { mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import type { ResourceLimits } from 'node:worker_threads';
-import { StoreError, callerGone } from '../errors.ts';
+import { StoreError, callerGone, unimplemented } from '../errors.ts';
 import type {
   CallOptions,
   Cell,
@@ -207,6 +207,14 @@ export class EmbeddedStore implements DataStore {
       // Stopped early: a chunk still being read is not wanted any more.
       chunk.abandon();
     }
+  }
+
+  checkAndMutateRow(): Promise<boolean> {
+    return Promise.reject(unimplemented('checkAndMutate'));
+  }
+
+  readModifyWriteRow(): Promise<Row> {
+    return Promise.reject(unimplemented('readModifyWrite'));
   }
 
   async checkHealth(options: CallOptions): Promise<void> {

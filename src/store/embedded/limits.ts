@@ -7,6 +7,8 @@ export const EMBEDDED_CAPABILITIES: StoreCapabilities = Object.freeze({
   multipleVersions: true,
   maxAge: true,
   reverseScan: true,
+  checkAndMutate: false,
+  readModifyWrite: false,
 });
 
 /**
@@ -26,4 +28,6 @@ export const EMBEDDED_LIMITS: StoreLimits = Object.freeze({
   familiesPerTable: 100,
   versionsPerRead: 1000,
   timestampGranularityMicros: 1000,
+  conditionsPerCheck: 16,
+  rulesPerRow: 1000,
 });

@@ -10,6 +10,8 @@ export const REDIS_CAPABILITIES: StoreCapabilities = Object.freeze({
   multipleVersions: false,
   maxAge: true,
   reverseScan: true,
+  checkAndMutate: false,
+  readModifyWrite: false,
 });
 
 /**
@@ -34,4 +36,6 @@ export const REDIS_LIMITS: StoreLimits = Object.freeze({
   versionsPerRead: 1,
   // Timestamps are stored as exact decimal microseconds.
   timestampGranularityMicros: 1,
+  conditionsPerCheck: 16,
+  rulesPerRow: 1000,
 });

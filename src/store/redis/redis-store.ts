@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import { StoreError, callerGone } from '../errors.ts';
+import { StoreError, callerGone, unimplemented } from '../errors.ts';
 import type {
   CallOptions,
   DataStore,
@@ -249,6 +249,14 @@ export class RedisStore implements DataStore {
       if (scan.reverse) upper = last;
       else lower = last;
     }
+  }
+
+  checkAndMutateRow(): Promise<boolean> {
+    return Promise.reject(unimplemented('checkAndMutate'));
+  }
+
+  readModifyWriteRow(): Promise<Row> {
+    return Promise.reject(unimplemented('readModifyWrite'));
   }
 
   checkHealth(options: CallOptions): Promise<void> {

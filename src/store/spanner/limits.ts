@@ -7,6 +7,8 @@ export const SPANNER_CAPABILITIES: StoreCapabilities = Object.freeze({
   multipleVersions: true,
   maxAge: true,
   reverseScan: true,
+  checkAndMutate: false,
+  readModifyWrite: false,
 });
 
 /**
@@ -40,6 +42,8 @@ export const SPANNER_LIMITS: StoreLimits = Object.freeze({
   versionsPerRead: 1000,
   // INT64 microseconds, kept exactly.
   timestampGranularityMicros: 1,
+  conditionsPerCheck: 16,
+  rulesPerRow: 1000,
 });
 
 /** Spanner's bounds on one commit, which every write is checked against before it is sent. */

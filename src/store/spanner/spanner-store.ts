@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { type Database, type Instance, type Snapshot, Spanner, type SpannerOptions, type Transaction } from '@google-cloud/spanner';
 import { credentials, status as GrpcStatus } from '@grpc/grpc-js';
 import type { Logger } from 'pino';
-import { StoreError, callerGone } from '../errors.ts';
+import { StoreError, callerGone, unimplemented } from '../errors.ts';
 import type {
   CallOptions,
   DataStore,
@@ -354,6 +354,14 @@ export class SpannerStore implements DataStore {
     } finally {
       snapshot.end();
     }
+  }
+
+  checkAndMutateRow(): Promise<boolean> {
+    return Promise.reject(unimplemented('checkAndMutate'));
+  }
+
+  readModifyWriteRow(): Promise<Row> {
+    return Promise.reject(unimplemented('readModifyWrite'));
   }
 
   checkHealth(options: CallOptions): Promise<void> {

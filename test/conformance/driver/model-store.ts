@@ -1,7 +1,9 @@
 import type {
   CallOptions,
+  ConditionalMutations,
   DataStore,
   FamilySpec,
+  ModifyRule,
   Mutation,
   ReadSelection,
   Row,
@@ -37,7 +39,7 @@ export class ModelStore implements DataStore {
   constructor(capabilities: StoreCapabilities, limits: StoreLimits, instances: readonly string[]) {
     this.capabilities = Object.freeze({ ...capabilities });
     this.limits = Object.freeze({ ...limits });
-    this.#model = new ContractModel(capabilities);
+    this.#model = new ContractModel(capabilities, Date.now, limits.timestampGranularityMicros);
     this.#instances = new Set(instances);
   }
 
@@ -102,6 +104,32 @@ export class ModelStore implements DataStore {
     if (scan.range.end !== undefined) this.#checkKey(scan.range.end);
     this.#checkSelection(scan);
     return this.#scan(ref, scan, options);
+  }
+
+  async checkAndMutateRow(ref: TableRef, key: Buffer, check: ConditionalMutations, options: CallOptions): Promise<boolean> {
+    await this.#start(options, ref.instance);
+    precondition(this.capabilities.checkAndMutate, 'checkAndMutateRow without the checkAndMutate capability');
+    precondition(check.conditions.length >= 1 && check.conditions.length <= this.limits.conditionsPerCheck, `${check.conditions.length} conditions`);
+    precondition(check.mutations.length > 0 || check.otherwise.length > 0, 'no mutation in either branch');
+    for (const condition of check.conditions) {
+      if (condition.type === 'columnExists' || condition.type === 'columnEquals') precondition(condition.column.length <= this.limits.columnBytes, 'a long column');
+      if (condition.type === 'columnEquals') precondition(condition.value.length <= this.limits.valueBytes, 'a long value');
+    }
+    for (const mutations of [check.mutations, check.otherwise]) if (mutations.length > 0) this.#checkRow({ key, mutations });
+    return this.#model.checkAndMutateRow(ref, key, check);
+  }
+
+  async readModifyWriteRow(ref: TableRef, key: Buffer, rules: readonly ModifyRule[], options: CallOptions): Promise<Row> {
+    await this.#start(options, ref.instance);
+    precondition(this.capabilities.readModifyWrite, 'readModifyWriteRow without the readModifyWrite capability');
+    precondition(rules.length >= 1 && rules.length <= this.limits.rulesPerRow, `${rules.length} rules`);
+    this.#checkKey(key);
+    for (const rule of rules) {
+      precondition(rule.column.length <= this.limits.columnBytes, 'a long column');
+      if (rule.type === 'increment') precondition(rule.amount >= -(2n ** 63n) && rule.amount <= INT64_MAX, `increment ${rule.amount}`);
+      else precondition(rule.value.length <= this.limits.valueBytes, 'a long value');
+    }
+    return this.#model.readModifyWriteRow(ref, key, rules);
   }
 
   async checkHealth(options: CallOptions): Promise<void> {

@@ -1,8 +1,11 @@
-import { StoreError } from '../../../src/store/errors.ts';
+import { StoreError, notACounter } from '../../../src/store/errors.ts';
 import type {
   Cell,
+  Condition,
+  ConditionalMutations,
   FamilySpec,
   Micros,
+  ModifyRule,
   Mutation,
   ReadSelection,
   Row,
@@ -39,9 +42,12 @@ export class ContractModel {
   readonly #now: () => number;
   readonly #tables = new Map<string, ModelTable>();
 
-  constructor(capabilities: StoreCapabilities, now: () => number = Date.now) {
+  readonly #granularityMicros: number;
+
+  constructor(capabilities: StoreCapabilities, now: () => number = Date.now, granularityMicros = 1) {
     this.capabilities = capabilities;
     this.#now = now;
+    this.#granularityMicros = granularityMicros;
   }
 
   createTable(ref: TableRef, families: readonly FamilySpec[]): void {
@@ -95,6 +101,50 @@ export class ContractModel {
     return keys.map((key) => readRow(table, key.toString('latin1'), selection, now));
   }
 
+  checkAndMutateRow(ref: TableRef, key: Buffer, check: ConditionalMutations): boolean {
+    const table = this.#table(ref);
+    const families = [...check.conditions.flatMap((condition) => (condition.type === 'rowExists' ? [] : [condition.family]))];
+    for (const mutation of [...check.mutations, ...check.otherwise]) if (mutation.type !== 'deleteRow') families.push(mutation.family);
+    const missing = families.find((family) => !table.families.has(family));
+    if (missing !== undefined) throw familyNotFound(missing);
+    const live = readRow(table, key.toString('latin1'), { versions: 1 }, this.#nowMicros());
+    const matched = check.conditions.every((condition) => holds(condition, live?.cells ?? []));
+    const mutations = matched ? check.mutations : check.otherwise;
+    if (mutations.length > 0) this.#mutate(table, key, mutations);
+    return matched;
+  }
+
+  readModifyWriteRow(ref: TableRef, key: Buffer, rules: readonly ModifyRule[]): Row {
+    const table = this.#table(ref);
+    const missing = rules.find((rule) => !table.families.has(rule.family));
+    if (missing !== undefined) throw familyNotFound(missing.family);
+    const now = this.#nowMicros();
+    const live = readRow(table, key.toString('latin1'), { versions: 1 }, now)?.cells ?? [];
+    // The columns as the rules leave them, by family and column, in rule order of first touch.
+    const touched = new Map<string, Cell>();
+    for (const rule of rules) {
+      const id = `${rule.family}\0${rule.column.toString('latin1')}`;
+      const before = touched.get(id) ?? live.find((cell) => cell.family === rule.family && cell.column.equals(rule.column));
+      let value: Buffer;
+      if (rule.type === 'append') {
+        value = Buffer.concat([before?.value ?? Buffer.alloc(0), rule.value]);
+      } else {
+        if (before !== undefined && before.value.length !== 8) throw notACounter(rule.family, before.value.length);
+        const sum = BigInt.asIntN(64, (before === undefined ? 0n : before.value.readBigInt64BE()) + rule.amount);
+        value = Buffer.alloc(8);
+        value.writeBigInt64BE(sum);
+      }
+      const granularity = BigInt(this.#granularityMicros);
+      const clock = (now / granularity) * granularity;
+      const timestampMicros = before !== undefined && before.timestampMicros > clock ? before.timestampMicros : clock;
+      touched.set(id, { family: rule.family, column: Buffer.from(rule.column), value, timestampMicros });
+    }
+    const cells = [...touched.values()];
+    this.#mutate(table, key, cells.map((cell) => ({ type: 'set', ...cell })));
+    cells.sort((x, y) => compareStrings(x.family, y.family) || Buffer.compare(x.column, y.column));
+    return { key: Buffer.from(key), cells };
+  }
+
   /** Every row the scan yields, to its limit. */
   scanRows(ref: TableRef, scan: ScanRequest): Row[] {
     const table = this.#table(ref);
@@ -125,9 +175,7 @@ export class ContractModel {
   #mutate(table: ModelTable, key: Buffer, mutations: readonly Mutation[]): void {
     // Every family is checked before anything is written.
     for (const mutation of mutations) {
-      if (mutation.type !== 'deleteRow' && !table.families.has(mutation.family)) {
-        throw new StoreError('NOT_FOUND', `no family ${mutation.family}`, { resource: 'columnFamily', name: mutation.family });
-      }
+      if (mutation.type !== 'deleteRow' && !table.families.has(mutation.family)) throw familyNotFound(mutation.family);
     }
     const rowKey = key.toString('latin1');
     const row: ModelRow = table.rows.get(rowKey) ?? new Map();
@@ -181,6 +229,24 @@ function readRow(table: ModelTable, key: string, selection: ReadSelection, now: 
 function selected(selection: ReadSelection, family: string, column: Buffer): boolean {
   if (selection.columns === undefined) return true;
   return selection.columns.some((selector) => selector.family === family && (selector.column === undefined || selector.column.equals(column)));
+}
+
+/** Whether `condition` holds of a row whose latest live versions are `cells`. */
+function holds(condition: Condition, cells: readonly Cell[]): boolean {
+  switch (condition.type) {
+    case 'rowExists':
+      return cells.length > 0 === condition.exists;
+    case 'familyExists':
+      return cells.some((cell) => cell.family === condition.family) === condition.exists;
+    case 'columnExists':
+      return cells.some((cell) => cell.family === condition.family && cell.column.equals(condition.column)) === condition.exists;
+    case 'columnEquals':
+      return cells.some((cell) => cell.family === condition.family && cell.column.equals(condition.column) && cell.value.equals(condition.value));
+  }
+}
+
+function familyNotFound(family: string): StoreError {
+  return new StoreError('NOT_FOUND', `no family ${family}`, { resource: 'columnFamily', name: family });
 }
 
 function tableId(ref: TableRef): string {

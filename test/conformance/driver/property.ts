@@ -230,7 +230,7 @@ export function propertyCases(factory: DriverHarnessFactory): void {
       await fc.assert(
         fc.asyncProperty(sequence, async (list) => {
           const ref = await current.table(families);
-          const model = new ContractModel(current.store.capabilities);
+          const model = new ContractModel(current.store.capabilities, Date.now, current.store.limits.timestampGranularityMicros);
           model.createTable(ref, families);
           const schema = await current.store.describeTable(ref, call());
           expect({ ...schema, families: schema.families.map(plainFamily) }, 'describeTable').to.deep.equal(model.describeTable(ref));
