@@ -168,8 +168,10 @@ function objectNode(schema: Schema): Node | undefined {
   const nodes: Node[] = [];
   for (const { schema: member } of keys) {
     const node = compile(member);
-    if (node === undefined) return undefined;
-    nodes.push(node);
+    // An optional member without a default that the check does not know (alternatives, a boolean
+    // of the query) changes nothing when it is absent, and is left to joi when it is there.
+    if (node === undefined && (member._flags['presence'] !== undefined || member._flags['default'] !== undefined)) return undefined;
+    nodes.push(node ?? absent);
   }
   const known = new Set(names);
   const dependencies: Array<(value: Record<string, unknown>) => boolean> = [];
@@ -188,6 +190,10 @@ function objectNode(schema: Schema): Node | undefined {
     for (const check of dependencies) if (!check(object)) return false;
     return true;
   };
+}
+
+function absent(value: unknown): boolean {
+  return value === undefined;
 }
 
 /** xor and oxor over members of the object itself, as joi's keys type checks them. */

@@ -1,8 +1,9 @@
 import type { NamedStore } from '../store/store-set.ts';
-import type { ColumnSelector, ReadSelection, Row, RowMutations, TableRef } from '../store/store.ts';
+import type { ColumnSelector, Condition, Micros, ModifyRule, ReadSelection, Row, RowMutations, TableRef } from '../store/store.ts';
 import { isStoreError } from '../store/errors.ts';
 import { type AnswerHold, answersOverloaded } from './answer-budget.ts';
 import { AnswerSizes, type AnswerSubject, answerSubject } from './answer-sizes.ts';
+import { type ConditionalFields, type ConditionalInput, checkConditional, checkRules } from './coordination-limits.ts';
 import { ApiError } from './errors.ts';
 import { prefixRange } from './key-ranges.ts';
 import { DEFAULT_PAGE_SIZE, SERVICE_LIMITS, notSupported, overLimit, tooMany, tooManyBytes } from './limits.ts';
@@ -16,7 +17,7 @@ import type { TableTarget } from './tables.ts';
 import { nextTurn } from './slices.ts';
 import { WriteClock } from './timestamps.ts';
 
-export type { MutationFields, MutationInput, ScanPage };
+export type { ConditionalFields, ConditionalInput, MutationFields, MutationInput, ScanPage };
 
 /** Which cells of a row to read: some columns or families (all when absent), and how many versions of each. */
 export interface Selection {
@@ -42,11 +43,25 @@ const HELD_ROW_BYTES = 64 * 1024;
 /** Rows written of at least this many bytes are given to the store in a turn of their own: a few milliseconds of copying. */
 const TALL_ROW_BYTES = 4 * 1024 * 1024;
 
-/** One entry of a batch write. */
+/** One entry of a batch write; with `check`, a conditional one. */
 export interface EntryInput {
   readonly key: Buffer;
   readonly mutations: readonly MutationInput[];
   readonly fields: MutationFields;
+  readonly check?: EntryCheck | undefined;
+}
+
+/** The conditions of a conditional batch entry, and what it applies when one does not hold. */
+export interface EntryCheck {
+  readonly conditions: readonly Condition[];
+  readonly otherwise: readonly MutationInput[];
+  readonly fields: { readonly conditions: string; readonly otherwise: MutationFields };
+}
+
+/** The outcome of one batch entry: `error` when it failed; `matched` for a conditional one applied. */
+export interface EntryResult {
+  readonly error?: ApiError;
+  readonly matched?: boolean;
 }
 
 /** A scan as a request asks for it: `prefix` excludes `start` and `end`. */
@@ -169,48 +184,116 @@ export class RowService {
 
   /**
    * Applies each entry atomically on its own, the batch not. Resolves to one result per entry, in
-   * entry order: undefined when applied, or the error of that entry alone. An entry beyond a
-   * per-row limit fails on its own and is not sent to the store; a batch beyond a per-batch limit
-   * is refused as a whole, and so is one the store fails as a whole (missing table, deadline).
+   * entry order: `matched` for an entry with conditions, or the error of that entry alone. An
+   * entry beyond a per-row limit fails on its own and is not sent to the store; a batch beyond a
+   * per-batch limit is refused as a whole, and so is one the store fails as a whole (missing
+   * table, deadline).
+   *
+   * Entries naming the same row are applied in entry order. Without conditions the batch is one
+   * store call. With them it goes in waves: wave n holds the n-th entry of each row, its plain
+   * entries one mutateRows call and its conditional ones a checkAndMutateRow each, all at once.
    */
-  async mutateMany(target: TableTarget, entries: readonly EntryInput[], request: RequestOptions = {}): Promise<Array<ApiError | undefined>> {
+  async mutateMany(target: TableTarget, entries: readonly EntryInput[], request: RequestOptions = {}): Promise<EntryResult[]> {
     const named = this.#stores.instance(target.store, target.instance);
-    const { limits } = named.store;
+    const { limits, capabilities } = named.store;
     if (entries.length > limits.entriesPerBatch) {
       throw tooMany('entriesPerBatch', 'entries', entries.length, limits.entriesPerBatch, 'entries');
     }
-    const mutationCount = entries.reduce((sum, entry) => sum + entry.mutations.length, 0);
+    const conditional = entries.some((entry) => entry.check !== undefined);
+    if (conditional && !capabilities.checkAndMutate) throw notSupported(named.name, 'checkAndMutate');
+    const mutationCount = entries.reduce((sum, entry) => sum + entry.mutations.length + (entry.check?.otherwise.length ?? 0), 0);
     if (mutationCount > limits.mutationsPerBatch) {
       throw tooMany('mutationsPerBatch', 'entries', mutationCount, limits.mutationsPerBatch, 'mutations');
     }
 
-    const results: Array<ApiError | undefined> = [];
+    const results: EntryResult[] = [];
     const accepted: number[] = [];
     let bytes = 0;
     for (const [index, entry] of entries.entries()) {
       try {
-        bytes += checkRowMutations(limits, entry.key, entry.mutations, entry.fields);
+        bytes +=
+          entry.check === undefined
+            ? checkRowMutations(limits, entry.key, entry.mutations, entry.fields)
+            : checkConditional(limits, entry.key, { ...entry.check, mutations: entry.mutations }, { ...entry.check.fields, key: entry.fields.key, mutations: entry.fields });
         accepted.push(index);
-        results.push(undefined);
+        results.push(entry.check === undefined ? {} : { matched: false });
       } catch (error) {
         if (!(error instanceof ApiError)) throw error;
-        results.push(error);
+        results.push({ error });
       }
     }
     if (bytes > limits.bytesPerBatch) throw tooManyBytes('bytesPerBatch', 'entries', bytes, limits.bytesPerBatch);
     if (accepted.length === 0) return results;
 
     const timestamp = this.#clock(named).next();
-    const batch: RowMutations[] = accepted.map((index) => {
+    const waves = conditional ? inWaves(accepted, (index) => (entries[index] as EntryInput).key) : [accepted];
+    for (const wave of waves) {
+      const plain = wave.filter((index) => entries[index]?.check === undefined);
+      const checked = wave.filter((index) => entries[index]?.check !== undefined);
+      await Promise.all([
+        this.#applyPlain(named, target, entries, plain, timestamp, results, request),
+        ...checked.map((index) => this.#applyChecked(named, target, entries[index] as EntryInput, timestamp, index, results, request)),
+      ]);
+    }
+    return results;
+  }
+
+  /**
+   * Applies the conditional mutation to the row in one atomic step of the store: `mutations` when
+   * every condition holds, `otherwise` when one does not. Sets without a timestamp all get the
+   * same one, assigned now. Resolves to whether the conditions held.
+   */
+  async checkAndMutate(target: TableTarget, key: Buffer, input: ConditionalInput, fields: ConditionalFields, request: RequestOptions = {}): Promise<boolean> {
+    const named = this.#stores.instance(target.store, target.instance);
+    if (!named.store.capabilities.checkAndMutate) throw notSupported(named.name, 'checkAndMutate');
+    checkConditional(named.store.limits, key, input, fields);
+    const timestamp = this.#clock(named).next();
+    const check = { conditions: input.conditions, mutations: withTimestamps(input.mutations, timestamp), otherwise: withTimestamps(input.otherwise, timestamp) };
+    return named.store.checkAndMutateRow(ref(target), key, check, callOptions(this.#timeoutMs, request));
+  }
+
+  /**
+   * Applies the increments and appends to the row in one atomic step of the store, and resolves
+   * to the new latest version of each column they touched.
+   */
+  async readModifyWrite(target: TableTarget, key: Buffer, rules: readonly ModifyRule[], keyField: string, request: RequestOptions = {}): Promise<Row> {
+    const named = this.#stores.instance(target.store, target.instance);
+    if (!named.store.capabilities.readModifyWrite) throw notSupported(named.name, 'readModifyWrite');
+    checkRules(named.store.limits, key, rules, keyField, 'rules');
+    return named.store.readModifyWriteRow(ref(target), key, rules, callOptions(this.#timeoutMs, request));
+  }
+
+  async #applyPlain(
+    named: NamedStore,
+    target: TableTarget,
+    entries: readonly EntryInput[],
+    indexes: readonly number[],
+    timestamp: Micros,
+    results: EntryResult[],
+    request: RequestOptions,
+  ): Promise<void> {
+    if (indexes.length === 0) return;
+    const batch: RowMutations[] = indexes.map((index) => {
       const entry = entries[index] as EntryInput;
       return { key: entry.key, mutations: withTimestamps(entry.mutations, timestamp) };
     });
     const outcomes = await named.store.mutateRows(ref(target), batch, callOptions(this.#timeoutMs, request));
-    for (const [position, index] of accepted.entries()) {
+    for (const [position, index] of indexes.entries()) {
       const outcome = outcomes[position];
-      if (outcome !== undefined) results[index] = isStoreError(outcome) ? apiErrorOf(outcome) : outcome;
+      if (outcome !== undefined) results[index] = { error: isStoreError(outcome) ? apiErrorOf(outcome) : outcome };
     }
-    return results;
+  }
+
+  async #applyChecked(named: NamedStore, target: TableTarget, entry: EntryInput, timestamp: Micros, index: number, results: EntryResult[], request: RequestOptions): Promise<void> {
+    const check = entry.check as EntryCheck;
+    const conditional = { conditions: check.conditions, mutations: withTimestamps(entry.mutations, timestamp), otherwise: withTimestamps(check.otherwise, timestamp) };
+    try {
+      results[index] = { matched: await named.store.checkAndMutateRow(ref(target), entry.key, conditional, callOptions(this.#timeoutMs, request)) };
+    } catch (error) {
+      // A missing family is this entry's alone; anything else fails the batch, as for mutateRows.
+      if (isStoreError(error, 'NOT_FOUND') && error.resource === 'columnFamily') results[index] = { error: apiErrorOf(error) };
+      else throw error;
+    }
   }
 
   /**
@@ -288,6 +371,22 @@ export class RowService {
 }
 
 function ignore(): void {}
+
+/**
+ * The entries as waves in which no row appears twice: wave n holds the n-th entry of each row,
+ * so that waves applied one after the other apply each row's entries in entry order.
+ */
+function inWaves(indexes: readonly number[], keyOf: (index: number) => Buffer): number[][] {
+  const seen = new Map<string, number>();
+  const waves: number[][] = [];
+  for (const index of indexes) {
+    const id = keyOf(index).toString('latin1');
+    const wave = seen.get(id) ?? 0;
+    seen.set(id, wave + 1);
+    (waves[wave] ??= []).push(index);
+  }
+  return waves;
+}
 
 /** A table's name across stores and instances (names hold no slash). */
 function tableName(target: TableTarget): string {

@@ -28,6 +28,8 @@ type V2Endpoint =
   | 'rows.scan'
   | 'rows.batchGet'
   | 'rows.batchWrite'
+  | 'rows.checkAndMutate'
+  | 'rows.readModifyWrite'
   | 'rows.delete'
   | 'tables.delete'
   | 'tables.batchDelete';
@@ -49,6 +51,8 @@ const NEEDS: Record<Endpoint | V2Endpoint, Role> = {
   'rows.scan': 'reader',
   'rows.batchGet': 'reader',
   'rows.batchWrite': 'writer',
+  'rows.checkAndMutate': 'writer',
+  'rows.readModifyWrite': 'writer',
   'rows.delete': 'writer',
   'tables.delete': 'admin',
   'tables.batchDelete': 'admin',
@@ -252,6 +256,12 @@ for (const { modes, forms } of MODES) {
             await v2('rows.scan', 200, (tables) => api.get(`${tables}/matrix/rows?pageSize=10`));
             await v2('rows.batchGet', 200, (tables) => api.post(`${tables}/matrix/rows:batchGet`, { keys: ['r'] }));
             await v2('rows.batchWrite', 200, (tables) => api.post(`${tables}/matrix/rows:batchWrite`, { entries: [{ key: 'v2', mutations: [{ set: cell }] }] }));
+            await v2('rows.checkAndMutate', 200, (tables) =>
+              api.post(`${tables}/matrix/rows/v2:checkAndMutate`, { conditions: [{ rowExists: true }], mutations: [{ set: cell }] }),
+            );
+            await v2('rows.readModifyWrite', 200, (tables) =>
+              api.post(`${tables}/matrix/rows/counter:readModifyWrite`, { rules: [{ family: 'cf', column: principal.id, increment: 1 }] }),
+            );
             await v2('rows.delete', 204, (tables) => api.request('DELETE', `${tables}/matrix/rows/gone`));
             // The tables this case created when allowed to; otherwise the shared one, which a wrong answer would destroy.
             const madeTables = v2Outcome('tables.create') === 'allowed';

@@ -55,20 +55,34 @@ export interface CellOutput {
   readonly column: string;
   /** Text or base64; a large value stays bytes until sent (JsonText). */
   readonly value: string | JsonText;
+  /** A counter's decimal value, when the read asked for it. */
+  readonly int64?: string;
   /** RFC 3339, UTC, with microseconds. */
   readonly timestamp: string;
   readonly encoding?: 'base64';
 }
 
-/** A stored cell version in an answer: column and value as text when both are UTF-8, else both base64 and marked. */
-export function renderCell(cell: Cell, base64: boolean): CellOutput {
+/**
+ * A stored cell version in an answer: column and value as text when both are UTF-8, else both
+ * base64 and marked. A cell of a column among `counters` whose value is 8 bytes also carries its
+ * decimal value as `int64`.
+ */
+export function renderCell(cell: Cell, base64: boolean, counters?: readonly ColumnSelector[]): CellOutput {
   const timestamp = formatTimestamp(cell.timestampMicros);
+  const int64 = counters !== undefined && cell.value.length === 8 && selects(counters, cell) ? { int64: cell.value.readBigInt64BE().toString() } : {};
   if (!base64 && isUtf8(cell.column) && isUtf8(cell.value)) {
     const value = utf8Value(cell.value);
-    return markedFor({ family: cell.family, column: cell.column.toString('utf8'), value, timestamp }, value);
+    return markedFor({ family: cell.family, column: cell.column.toString('utf8'), value, ...int64, timestamp }, value);
   }
   const value = base64Value(cell.value);
-  return markedFor({ family: cell.family, column: cell.column.toString('base64'), value, timestamp, ...(base64 ? {} : { encoding: 'base64' as const }) }, value);
+  return markedFor(
+    { family: cell.family, column: cell.column.toString('base64'), value, ...int64, timestamp, ...(base64 ? {} : { encoding: 'base64' as const }) },
+    value,
+  );
+}
+
+function selects(selectors: readonly ColumnSelector[], cell: Cell): boolean {
+  return selectors.some((selector) => selector.family === cell.family && (selector.column === undefined || selector.column.equals(cell.column)));
 }
 
 export interface RowOutput {
@@ -77,8 +91,8 @@ export interface RowOutput {
   readonly cells: CellOutput[];
 }
 
-export function renderRow(row: Row, base64: boolean): RowOutput {
-  return withCells({ ...renderKey(row.key, base64), cells: row.cells.map((cell) => renderCell(cell, base64)) });
+export function renderRow(row: Row, base64: boolean, counters?: readonly ColumnSelector[]): RowOutput {
+  return withCells({ ...renderKey(row.key, base64), cells: row.cells.map((cell) => renderCell(cell, base64, counters)) });
 }
 
 /** An answer's object holding `cells`, marked as holding JsonText when one of them does. */

@@ -6,6 +6,7 @@ import { shorten } from '../../service/text.ts';
 import { type Operation, defineOperation } from '../operations/operation.ts';
 import { bodyBytes, columnSelector, inBase64, renderCell, renderKey, renderRow, urlBytes, withCells } from './bytes.ts';
 import { cellFields, familySpec, mutationFields, mutationOf, requireDistinctCells, setCells, setOf, tallValues } from './mapping.ts';
+import { COORDINATION_OPERATIONS, conditionOf, conditionalFields, int64Selectors } from './coordination.ts';
 import { usableNames } from './guards.ts';
 import * as schemas from './schemas.ts';
 
@@ -198,7 +199,8 @@ export const V2_OPERATIONS: readonly Operation[] = [
       const key = urlBytes(params.key, base64);
       const row = await services.rows.read(target(params), key, selection(query, true), 'key', { signal, answer });
       if (row === null) throw rowNotFound(params);
-      const cells = await mapInSlices(row.cells, (cell) => renderCell(cell, base64));
+      const counters = int64Selectors(query.int64, base64, true);
+      const cells = await mapInSlices(row.cells, (cell) => renderCell(cell, base64, counters));
       // The answer is serialized in a turn of its own.
       if (isLarge(cells.length)) await nextTurn();
       return { ...renderKey(row.key, base64), cells };
@@ -268,8 +270,9 @@ export const V2_OPERATIONS: readonly Operation[] = [
         },
         { signal, answer },
       );
+      const counters = int64Selectors(query.int64, base64, true);
       return {
-        rows: page.rows.map((row) => renderRow(row, base64)),
+        rows: page.rows.map((row) => renderRow(row, base64, counters)),
         ...(page.nextPageToken === undefined ? {} : { nextPageToken: page.nextPageToken }),
       };
     },
@@ -302,10 +305,11 @@ export const V2_OPERATIONS: readonly Operation[] = [
         { columns: body.columns?.map((column) => columnSelector(column, base64, false)), versions: body.versions ?? 1 },
         { signal, answer },
       );
+      const counters = int64Selectors(body.int64, base64, false);
       return {
         rows: keys.map((key, index) => {
           const row = rows[index] ?? null;
-          return withCells({ ...renderKey(key, base64), found: row !== null, cells: row?.cells.map((cell) => renderCell(cell, base64)) ?? [] });
+          return withCells({ ...renderKey(key, base64), found: row !== null, cells: row?.cells.map((cell) => renderCell(cell, base64, counters)) ?? [] });
         }),
       };
     },
@@ -330,26 +334,39 @@ export const V2_OPERATIONS: readonly Operation[] = [
     description:
       'Applies each entry\'s mutations to its row, each entry atomic on its own, the batch not: an entry that fails (a family the table ' +
       'does not have, a key or value beyond the store\'s limits) is reported by its index and the others are applied. Sets without a ' +
-      'timestamp all get the time of the request.',
+      'timestamp all get the time of the request. An entry with `conditions` is a checkAndMutate of its row, reporting `matched`; entries naming ' +
+      'the same row are applied in entry order. Conditions need the store capability `checkAndMutate`.',
     success: { status: 200, description: 'One result per entry, in entry order.', schema: schemas.batchWriteResponse },
-    errors: ON_TABLE,
+    errors: [...ON_TABLE, 'NOT_SUPPORTED_BY_STORE'],
     handle: async ({ params, query, body }, { services, signal }) => {
       const base64 = inBase64(query);
-      const tall = await tallValues(setCells(body.entries.flatMap((entry) => entry.mutations)), base64);
-      const entries = body.entries.map((entry, index) => ({
-        key: bodyBytes(entry.key, base64 || entry.encoding === 'base64'),
-        mutations: entry.mutations.map((mutation) => mutationOf(mutation, base64, tall)),
-        fields: mutationFields(`entries[${index}].key`, `entries[${index}].mutations`, entry.mutations),
-      }));
+      const tall = await tallValues(setCells(body.entries.flatMap((entry) => [...(entry.mutations ?? []), ...(entry.otherwise ?? [])])), base64);
+      const entries = body.entries.map((entry, index) => {
+        const fields = conditionalFields(`entries[${index}].key`, `entries[${index}].`, entry);
+        return {
+          key: bodyBytes(entry.key, base64 || entry.encoding === 'base64'),
+          mutations: (entry.mutations ?? []).map((mutation) => mutationOf(mutation, base64, tall)),
+          fields: fields.mutations,
+          check:
+            entry.conditions === undefined
+              ? undefined
+              : {
+                  conditions: entry.conditions.map((condition) => conditionOf(condition, base64)),
+                  otherwise: (entry.otherwise ?? []).map((mutation) => mutationOf(mutation, base64, tall)),
+                  fields,
+                },
+        };
+      });
       const results = await services.rows.mutateMany(target(params), entries, { signal });
       return {
         results: entries.map((entry, index) => {
-          const error = results[index];
+          const { error, matched } = results[index] ?? {};
           const limit = error?.extensions['limit'];
           return {
             index,
             ...renderKey(entry.key, base64),
             code: error?.code ?? 'OK',
+            ...(matched === undefined || error !== undefined ? {} : { matched }),
             ...(error === undefined ? {} : { detail: error.detail }),
             ...(typeof limit === 'string' ? { limit } : {}),
           };
@@ -357,6 +374,7 @@ export const V2_OPERATIONS: readonly Operation[] = [
       };
     },
   }),
+  ...COORDINATION_OPERATIONS,
   defineOperation<schemas.RowPath, schemas.EncodingQuery>({
     operationId: 'rows.delete',
     tag: 'v2',

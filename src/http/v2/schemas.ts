@@ -48,6 +48,7 @@ export interface BatchDeleteBody {
 export interface ReadQuery extends EncodingQuery {
   readonly columns?: readonly string[];
   readonly versions?: number;
+  readonly int64?: readonly string[];
 }
 export interface ScanQuery extends ReadQuery {
   readonly start?: string;
@@ -80,11 +81,30 @@ export interface BatchGetBody {
   readonly keys: readonly string[];
   readonly columns?: readonly string[];
   readonly versions?: number;
+  readonly int64?: readonly string[];
+}
+export type ConditionBody =
+  | { readonly rowExists: boolean }
+  | { readonly family: string; readonly exists: boolean }
+  | { readonly family: string; readonly column: string; readonly exists: boolean; readonly encoding?: 'base64' }
+  | { readonly family: string; readonly column: string; readonly equals: string; readonly encoding?: 'base64' };
+export interface CheckAndMutateBody {
+  readonly conditions: readonly ConditionBody[];
+  readonly mutations?: readonly MutationBody[];
+  readonly otherwise?: readonly MutationBody[];
+}
+export type RuleBody =
+  | { readonly family: string; readonly column: string; readonly increment: number | string; readonly encoding?: 'base64' }
+  | { readonly family: string; readonly column: string; readonly append: string; readonly encoding?: 'base64' };
+export interface ReadModifyWriteBody {
+  readonly rules: readonly RuleBody[];
 }
 export interface EntryBody {
   readonly key: string;
   readonly encoding?: 'base64';
-  readonly mutations: readonly MutationBody[];
+  readonly conditions?: readonly ConditionBody[];
+  readonly mutations?: readonly MutationBody[];
+  readonly otherwise?: readonly MutationBody[];
 }
 export interface BatchWriteBody {
   readonly entries: readonly EntryBody[];
@@ -158,6 +178,15 @@ function columnSelectors(inQuery: boolean) {
     );
 }
 
+/** Columns whose 8-byte values the answer also gives as decimal int64: counters, read without decoding bytes. */
+function int64Selectors(inQuery: boolean) {
+  return columnSelectors(inQuery).description(
+    'Columns that hold counters: `family` (all its columns) or `family:column`, selected as `columns` are. Each of their cells whose value is 8 bytes ' +
+      '(a 64-bit two\'s-complement big-endian integer, as readModifyWrite writes it) also carries `int64`, its decimal value; other cells are as they are.' +
+      (inQuery ? ' Comma-separated.' : ''),
+  );
+}
+
 const versions = Joi.number()
   .integer()
   .min(1)
@@ -205,6 +234,7 @@ export const encodingOnlyQuery = Joi.object<EncodingQuery>({ encoding: encodingQ
 export const readQuery = Joi.object<ReadQuery>({
   columns: columnSelectors(true),
   versions: queryNumber(versions),
+  int64: int64Selectors(true),
   encoding: encodingQuery,
 }).label('query');
 
@@ -226,6 +256,7 @@ export const scanQuery = Joi.object<ScanQuery>({
   ),
   columns: columnSelectors(true),
   versions: queryNumber(versions),
+  int64: int64Selectors(true),
   encoding: encodingQuery,
 })
   .oxor('prefix', 'start')
@@ -336,6 +367,108 @@ export const batchGetBody = Joi.object<BatchGetBody>({
   ),
   columns: columnSelectors(false),
   versions,
+  int64: int64Selectors(false),
+})
+  .label('request body')
+  .required();
+
+const encodingField = (what: string) => Joi.string().valid('base64').description(`"base64": ${what} base64.`);
+
+const condition = Joi.alternatives()
+  .try(
+    Joi.object({ rowExists: Joi.boolean().required().description('true: the row has a live cell; false: it has none.') }).label('rowExists condition'),
+    Joi.object({
+      family: columnFamily.required(),
+      exists: Joi.boolean().required().description('true: the family has a live cell in the row; false: none.'),
+    }).label('family condition'),
+    Joi.object({
+      family: columnFamily.required(),
+      column: bodyBytes('Column name').required(),
+      exists: Joi.boolean().required().description('true: the column has a live version; false: none.'),
+      encoding: encodingField('this column is'),
+    }).label('column condition'),
+    Joi.object({
+      family: columnFamily.required(),
+      column: bodyBytes('Column name').required(),
+      equals: bodyBytes('The exact bytes the latest live version must hold').required(),
+      encoding: encodingField('this column and value are'),
+    }).label('value condition'),
+  )
+  .match('one')
+  .messages({
+    'alternatives.match': '{{#label}} must be exactly one of: rowExists; family with exists; family, column and exists; family, column and equals',
+    'alternatives.any': '{{#label}} must be exactly one of: rowExists; family with exists; family, column and exists; family, column and equals',
+  })
+  .description('One condition on the row\'s live versions: a version its family\'s policy has expired does not count.');
+
+const conditions = Joi.array()
+  .items(condition)
+  .min(1)
+  .description("Conditions that must all hold, at least one, at most the store's `conditionsPerCheck`.");
+
+const branch = (when: string) =>
+  Joi.array().items(mutation).description(`Mutations applied atomically and in order ${when}, as in \`:mutate\`. May be empty or absent, but not together with the other list.`);
+
+/** A branch list or the other is not empty. */
+function eitherBranch(value: { mutations?: readonly unknown[]; otherwise?: readonly unknown[] }, helpers: CustomHelpers) {
+  return (value.mutations?.length ?? 0) + (value.otherwise?.length ?? 0) > 0
+    ? value
+    : helpers.message({ custom: '{{#label}} needs a mutation in mutations or otherwise' });
+}
+
+export const checkAndMutateBody = Joi.object<CheckAndMutateBody>({
+  conditions: conditions.required(),
+  mutations: branch('when every condition holds'),
+  otherwise: branch('when a condition does not hold'),
+})
+  .custom(eitherBranch)
+  .label('request body')
+  .required();
+
+const INT64_DECIMAL = /^-?(?:0|[1-9][0-9]{0,18})$/;
+const INT64_MIN = -(2n ** 63n);
+const INT64_MAX = 2n ** 63n - 1n;
+
+const incrementAmount = Joi.alternatives()
+  .try(
+    Joi.number().integer(),
+    Joi.string()
+      .pattern(INT64_DECIMAL)
+      .custom((value: string, helpers) => {
+        const amount = BigInt(value);
+        return amount >= INT64_MIN && amount <= INT64_MAX ? value : helpers.message({ custom: '{{#label}} is beyond int64' });
+      }),
+  )
+  .messages({ 'alternatives.match': '{{#label}} must be an integer: a JSON integer within 2^53, or a decimal string within int64' })
+  .description('Added to the counter: a JSON integer (within ±2^53 - 1), or a decimal string for any int64. Negative to subtract.');
+
+const rule = Joi.alternatives()
+  .try(
+    Joi.object({
+      family: columnFamily.required(),
+      column: bodyBytes('Column name').required(),
+      increment: incrementAmount.required(),
+      encoding: encodingField('this column is'),
+    }).label('increment rule'),
+    Joi.object({
+      family: columnFamily.required(),
+      column: bodyBytes('Column name').required(),
+      append: bodyBytes('Bytes appended to the latest live value (to nothing when there is none)').required(),
+      encoding: encodingField('this column and value are'),
+    }).label('append rule'),
+  )
+  .match('one')
+  .messages({
+    'alternatives.match': '{{#label}} must be exactly one of: family, column and increment; family, column and append',
+    'alternatives.any': '{{#label}} must be exactly one of: family, column and increment; family, column and append',
+  });
+
+export const readModifyWriteBody = Joi.object<ReadModifyWriteBody>({
+  rules: Joi.array()
+    .items(rule)
+    .min(1)
+    .required()
+    .description("Applied atomically and in order, each to what the earlier ones left, at most the store's `rulesPerRow`."),
 })
   .label('request body')
   .required();
@@ -343,8 +476,22 @@ export const batchGetBody = Joi.object<BatchGetBody>({
 const entryBody = Joi.object<EntryBody>({
   key: carriesRowKeys(bodyBytes('Row key', false).required()),
   encoding: Joi.string().valid('base64').description('"base64": this key is base64.'),
-  mutations: mutations.required(),
-}).label('entry');
+  conditions: conditions.description(
+    "With conditions the entry is a checkAndMutate: `mutations` apply when they all hold, `otherwise` when one does not, and the result says `matched`. Needs the store capability `checkAndMutate`.",
+  ),
+  mutations: Joi.array()
+    .items(mutation)
+    .description(
+      "Applied atomically and in order, at least one (with conditions: when they all hold, and may be empty), at most the store's `mutationsPerRow`.",
+    ),
+  otherwise: branch('when a condition does not hold (only with conditions)'),
+})
+  .custom((value: EntryBody, helpers) => {
+    if (value.conditions !== undefined) return eitherBranch(value, helpers);
+    if (value.otherwise !== undefined) return helpers.message({ custom: '{{#label}} has otherwise but no conditions' });
+    return (value.mutations?.length ?? 0) === 0 ? helpers.message({ custom: '{{#label}} needs at least one mutation' }) : value;
+  })
+  .label('entry');
 
 export const batchWriteBody = Joi.object<BatchWriteBody>({
   entries: Joi.array()
@@ -401,6 +548,9 @@ const cellOutput = Joi.object({
   family: columnFamily.required(),
   column: Joi.string().allow('').required().example('status'),
   value: Joi.string().allow('').required().example('shipped'),
+  int64: Joi.string()
+    .pattern(INT64_DECIMAL)
+    .description('The 8-byte value as a decimal int64: present on the counters a read names in `int64`, and on every counter readModifyWrite answers.'),
   timestamp: Joi.string()
     .pattern(TIMESTAMP_PATTERN)
     .required()
@@ -463,6 +613,7 @@ export const batchWriteResponse = Joi.object({
           .valid('OK', ...ERROR_CODES)
           .required()
           .description('OK: the entry was applied. Otherwise the error code of this entry alone; it was not applied.'),
+        matched: Joi.boolean().description('An entry with conditions that was applied: whether they all held (`mutations` applied) or not (`otherwise`).'),
         detail: Joi.string().description('Why the entry failed.'),
         limit: Joi.string().description('VALIDATION_FAILED: the limit the entry broke.'),
       }),
@@ -471,3 +622,19 @@ export const batchWriteResponse = Joi.object({
     .description('One per entry, in entry order.'),
 });
 
+
+export const checkAndMutateResponse = Joi.object({
+  key: Joi.string().required().example('order#1001'),
+  encoding: keyEncoding,
+  matched: Joi.boolean().required().description('true: every condition held and `mutations` were applied; false: `otherwise` was.'),
+});
+
+export const readModifyWriteResponse = Joi.object({
+  key: Joi.string().required().example('order#1001'),
+  encoding: keyEncoding,
+  cells: Joi.array()
+    .items(cellOutput)
+    .min(1)
+    .required()
+    .description('The new latest version of each column the rules touched, ordered by family, then column; a counter with its `int64`.'),
+});
