@@ -110,8 +110,8 @@ export class JsonText {
    * The bytes in base64, when they are long; else undefined. Base64 needs no escaping, so it is
    * written straight into bytes, a block at a time: the string of each block is short-lived, where
    * one string of the whole value would sit among the large objects until the next full garbage
-   * collection. It costs a fraction of one string per value, and less still than its JSON
-   * (figures: docs/performance.md).
+   * collection. It costs a fraction of what one string per value, or its JSON, costs (figures:
+   * docs/performance.md).
    */
   static base64(bytes: Buffer): JsonText | undefined {
     if (bytes.length < JSON_TEXT_MIN_BYTES) return undefined;
