@@ -9,8 +9,8 @@
  * allowed values, members of objects, items of arrays, xor and oxor).
  *
  * Why: a joi pass costs far more than the checks it makes. It merges its options, builds a state,
- * a helper object and three closures for every value, and clones every object and array: of the
- * 115 KiB a two-cell insertData allocated, joi's three passes (query, path, body) took 17 KiB.
+ * a helper object and three closures for every value, and clones every object and array, a
+ * large share of what a small request allocates (figures: docs/performance.md).
  *
  * The check relies on joi's internals (`_flags`, `_rules`, `$_terms`, `_definition`); a schema
  * using anything else gets no check. test/unit/precheck.test.ts holds it to joi's answers over

@@ -9,7 +9,7 @@ const MICROS_PER_DAY = 86_400_000_000n;
  */
 export function formatTimestamp(micros: bigint): string {
   // The cells of a row written by one request share a timestamp: a row of 100,000 of them is
-  // rendered with one calculation, not 100,000 (BigInt arithmetic costs about 1 µs a cell).
+  // rendered with one calculation, not 100,000 (the BigInt arithmetic is what costs).
   if (micros !== lastFormatted.micros) lastFormatted = { micros, text: format(micros) };
   return lastFormatted.text;
 }

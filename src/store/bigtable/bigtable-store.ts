@@ -445,9 +445,9 @@ export class BigtableStore implements DataStore {
   /**
    * The generated client's own gRPC stub (authenticated like the client). Data calls are made on
    * it directly, as this adapter does its own retries and deadlines anyway: gax's streaming
-   * wrapper (a proxy stream, retry-request, pipes) cost 130-230 µs of CPU per single-row read
-   * against 80-90 µs for the bare call, and its unary wrapper about 50 µs per MutateRow
-   * (bench/mutate-row-path.ts). Admin calls, which are rare, keep using gax.
+   * wrapper (a proxy stream, retry-request, pipes) cost more CPU per single-row read than the bare
+   * call itself, and its unary wrapper a good part of a MutateRow's (bench/mutate-row-path.ts;
+   * figures: docs/performance.md). Admin calls, which are rare, keep using gax.
    */
   #stub(): Promise<BigtableStub> {
     this.#stubReady ??= this.#data.initialize() as unknown as Promise<BigtableStub>;
