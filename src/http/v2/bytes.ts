@@ -65,12 +65,13 @@ export interface CellOutput {
 /**
  * A stored cell version in an answer: column and value as text when both are UTF-8, else both
  * base64 and marked. A cell of a column among `counters` whose value is 8 bytes also carries its
- * decimal value as `int64`.
+ * decimal value as `int64`, and is in base64.
  */
 export function renderCell(cell: Cell, base64: boolean, counters?: readonly ColumnSelector[]): CellOutput {
   const timestamp = formatTimestamp(cell.timestampMicros);
   const int64 = counters !== undefined && cell.value.length === 8 && selects(counters, cell) ? { int64: cell.value.readBigInt64BE().toString() } : {};
-  if (!base64 && isUtf8(cell.column) && isUtf8(cell.value)) {
+  // A counter's 8 bytes are not text, even where they happen to be valid UTF-8.
+  if (!base64 && !('int64' in int64) && isUtf8(cell.column) && isUtf8(cell.value)) {
     const value = utf8Value(cell.value);
     return markedFor({ family: cell.family, column: cell.column.toString('utf8'), value, ...int64, timestamp }, value);
   }
