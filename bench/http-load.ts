@@ -5,7 +5,7 @@
 import { performance } from 'node:perf_hooks';
 import autocannon from 'autocannon';
 import { LoadRecorder, type LoadResult } from './measure.ts';
-import { BATCH_GET_KEYS, CELLS, type CaseName, FAMILY, SCAN_PAGE_ROWS, TABLE, nextIsRead, randomExistingKey, randomScanStart } from './workload.ts';
+import { BATCH_GET_KEYS, CELLS, type CaseName, FAMILY, HOT_KEY, SCAN_PAGE_ROWS, TABLE, nextIsRead, randomExistingKey, randomScanStart } from './workload.ts';
 
 /** A load that runs for `durationSeconds`, or until it has sent `requests` requests. */
 export type HttpLoad = {
@@ -71,6 +71,21 @@ export function v2BatchGetRequest(store: string, instance: string) {
   return { method: 'POST' as const, path: `${v2Rows(store, instance)}:batchGet`, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ keys }) };
 }
 
+/** The HTTP request for one v2 increment of the counter `hits` of a row. */
+export function v2IncrementRequest(store: string, instance: string, rowKey: string) {
+  const body = { rules: [{ family: FAMILY, column: 'hits', increment: 1 }] };
+  return { method: 'POST' as const, path: `${v2Rows(store, instance)}/${encodeURIComponent(rowKey)}:readModifyWrite`, headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) };
+}
+
+/** The HTTP request for one v2 checkAndMutate of a preloaded row: set `state` if `status` exists (it does). */
+export function v2CheckAndMutateRequest(store: string, instance: string, rowKey: string) {
+  const body = {
+    conditions: [{ family: FAMILY, column: CELLS[0].columnName, exists: true }],
+    mutations: [{ set: { family: FAMILY, column: 'state', value: 'seen' } }],
+  };
+  return { method: 'POST' as const, path: `${v2Rows(store, instance)}/${encodeURIComponent(rowKey)}:checkAndMutate`, headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) };
+}
+
 /** The next request of a load. */
 function nextRequest(load: HttpLoad) {
   const read = nextIsRead(load.caseName);
@@ -83,6 +98,14 @@ function nextRequest(load: HttpLoad) {
       return v2ScanRequest(load.store, load.instance, randomScanStart());
     case 'v2batchget':
       return v2BatchGetRequest(load.store, load.instance);
+    case 'v2increment':
+      return v2IncrementRequest(load.store, load.instance, randomExistingKey());
+    case 'v2increment-hot':
+      return v2IncrementRequest(load.store, load.instance, HOT_KEY);
+    case 'v2checkandmutate':
+      return v2CheckAndMutateRequest(load.store, load.instance, randomExistingKey());
+    case 'v2checkandmutate-hot':
+      return v2CheckAndMutateRequest(load.store, load.instance, HOT_KEY);
     default:
       return read ? readRequest(load.instance, randomExistingKey()) : insertRequest(load.instance, load.newKey());
   }

@@ -3,7 +3,8 @@
  * a naive proxy (bench/naive-proxy.ts) measured in the same run. See bench/README.md. Options:
  *   --duration S      measured seconds per load (default 10)
  *   --warmup S        unmeasured seconds before each load (default 2)
- *   --cases LIST      read,insert,mix (v1), v2read,v2write,v2scan,v2batchget (default all)
+ *   --cases LIST      read,insert,mix (v1), v2read,v2write,v2scan,v2batchget, v2increment[-hot],
+ *                     v2checkandmutate[-hot] (default all)
  *   --connections L   concurrent connections / callers (default 1,32,128)
  *   --stores LIST     bigtable,embedded,redis,spanner (default all)
  *   --out FILE        where to write the JSON results (default bench/results/latest.json)

@@ -4,7 +4,7 @@
  */
 import { randomBytes } from 'node:crypto';
 
-export const CASES = ['read', 'insert', 'mix', 'v2read', 'v2write', 'v2scan', 'v2batchget'] as const;
+export const CASES = ['read', 'insert', 'mix', 'v2read', 'v2write', 'v2scan', 'v2batchget', 'v2increment', 'v2increment-hot', 'v2checkandmutate', 'v2checkandmutate-hot'] as const;
 export type CaseName = (typeof CASES)[number];
 
 /** The cases of v1, which the Bigtable client's ceiling also runs. */
@@ -22,7 +22,14 @@ export const CASE_LABELS: Record<CaseName, string> = {
   v2write: 'v2 rows.write (a new row of 2 cells)',
   v2scan: `v2 rows.scan (a page of ${100} rows)`,
   v2batchget: `v2 rows.batchGet (${BATCH_GET_KEYS} rows)`,
+  v2increment: 'v2 rows.readModifyWrite (an increment of a counter in a random row)',
+  'v2increment-hot': 'v2 rows.readModifyWrite (an increment of one counter, every connection)',
+  v2checkandmutate: 'v2 rows.checkAndMutate (a set if a column exists, in a random row)',
+  'v2checkandmutate-hot': 'v2 rows.checkAndMutate (a set if a column exists, in one row, every connection)',
 };
+
+/** The row every connection of the hot cases writes: a preloaded one, so that its `status` exists. */
+export const HOT_KEY = 'order#000000';
 
 /** Rows in one page of the v2 scan case. */
 export const SCAN_PAGE_ROWS = 100;
@@ -63,7 +70,7 @@ export function newKeys(tag: string): () => string {
 /** Whether the next request of a case is a read. */
 export function nextIsRead(name: CaseName): boolean {
   if (name === 'read' || name === 'v2read' || name === 'v2scan' || name === 'v2batchget') return true;
-  if (name === 'insert' || name === 'v2write') return false;
+  if (name === 'insert' || name === 'v2write' || name.startsWith('v2increment') || name.startsWith('v2checkandmutate')) return false;
   return Math.random() < MIX_READ_SHARE;
 }
 
