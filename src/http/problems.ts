@@ -90,6 +90,18 @@ export const PROBLEM_TYPES: Readonly<Record<ErrorCode, { status: number; title: 
       'An increment names a column whose latest live value is not 8 bytes (a 64-bit big-endian integer). Nothing was written: ' +
       'delete the column, or write it as a counter, first.',
   },
+  INVALID_CURSOR: {
+    status: 400,
+    title: 'Invalid cursor',
+    description: 'The change feed cursor is not one of this table: it belongs to another table, or was altered. Send a cursor the feed gave, or none to start from now.',
+  },
+  CURSOR_EXPIRED: {
+    status: 410,
+    title: 'Cursor expired',
+    description:
+      "The cursor or `since` is older than the store keeps changes (its `limits.changeRetentionSeconds`). Changes since may be lost to the caller: " +
+      'read the table anew, then follow the feed from now.',
+  },
   INVALID_PAGE_TOKEN: {
     status: 400,
     title: 'Invalid page token',

@@ -56,6 +56,7 @@ export const LIMIT_DESCRIPTIONS: Readonly<Record<keyof PublishedLimits, string>>
   timestampGranularityMicros: 'Timestamps written are multiples of this many microseconds (1000: milliseconds).',
   conditionsPerCheck: 'Most conditions in one checkAndMutate, or in one conditional batch write entry.',
   rulesPerRow: 'Most rules in one readModifyWrite.',
+  changeRetentionSeconds: 'How long a change stays in the table\'s change feed: a cursor or `since` older than this is 410 CURSOR_EXPIRED.',
   tablesPerBatchDelete: 'Most tables in one batch delete (the same for every store).',
   columnsPerRead: 'Most column selectors (`columns`) in one read (the same for every store).',
   pageBytes:
@@ -71,6 +72,7 @@ export const CAPABILITY_DESCRIPTIONS: Readonly<Record<keyof StoreCapabilities, s
   reverseScan: 'Scans with `reverse=true`.',
   checkAndMutate: 'Conditional mutations: `:checkAndMutate`, and batch write entries with `conditions`.',
   readModifyWrite: 'Counters and appends: `:readModifyWrite`.',
+  changeFeed: 'A change feed per table: `GET …/tables/{table}/changes`.',
 };
 
 /** overLimit for a byte string longer than `max`. */
@@ -90,6 +92,7 @@ const CAPABILITY_USES: Readonly<Record<keyof StoreCapabilities, string>> = {
   reverseScan: 'scan in reverse key order',
   checkAndMutate: 'apply mutations conditionally',
   readModifyWrite: 'increment counters or append to values',
+  changeFeed: 'follow a table\'s changes',
 };
 
 /**

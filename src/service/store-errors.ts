@@ -42,6 +42,8 @@ export function apiErrorOf(error: StoreError): ApiError {
       );
     case 'FAILED_PRECONDITION':
       return new ApiError('NOT_A_COUNTER', 'An increment names a column whose latest value is not an 8-byte counter. Nothing was written.', {}, error);
+    case 'OUT_OF_RANGE':
+      return new ApiError('CURSOR_EXPIRED', 'The feed position is older than the store keeps changes. Start again from now, and read the table anew.', {}, error);
     case 'INTERNAL':
       return new ApiError('INTERNAL', INTERNAL_DETAIL, {}, error);
   }

@@ -21,6 +21,8 @@ export type StoreErrorCode =
    * counter). `reason` says which; nothing was written.
    */
   | 'FAILED_PRECONDITION'
+  /** A change feed's start is older than the store keeps changes. */
+  | 'OUT_OF_RANGE'
   /** The backend cannot be reached or refused the call for now; retrying later may succeed. */
   | 'UNAVAILABLE'
   /** The call did not finish before its deadline. */
@@ -91,4 +93,11 @@ export function notACounter(family: string, bytes: number): StoreError {
 /** unimplemented is the error of a call needing a capability this store does not publish. */
 export function unimplemented(capability: keyof StoreCapabilities): StoreError {
   return new StoreError('UNIMPLEMENTED', `this store does not implement ${capability}`, { capability });
+}
+
+/** An iterable whose first next() fails with `error`: a feed or scan that cannot start. */
+export function failing<T>(error: StoreError): AsyncIterable<T> {
+  return {
+    [Symbol.asyncIterator]: () => ({ next: () => Promise.reject(error) }),
+  };
 }

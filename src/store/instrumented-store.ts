@@ -3,8 +3,11 @@ import type { Histogram } from 'prom-client';
 import { StoreError, callerGone, isStoreError } from './errors.ts';
 import type {
   CallOptions,
+  ChangeEvent,
+  ChangeStart,
   ConditionalMutations,
   DataStore,
+  FeedOptions,
   FamilySpec,
   ModifyRule,
   Mutation,
@@ -110,6 +113,15 @@ export class InstrumentedStore implements DataStore {
   readModifyWriteRow(ref: TableRef, key: Buffer, rules: readonly ModifyRule[], options: CallOptions): Promise<Row> {
     const attributes = { ...tableAttributes(ref), 'kvcrud.rules': rules.length };
     return this.#observe('readModifyWriteRow', attributes, options, () => this.#store.readModifyWriteRow(ref, key, rules, options));
+  }
+
+  /**
+   * A feed lasts as long as its reader: its time is not a store call's, and it is not measured
+   * or traced as one. Its start is checked as every call's is.
+   */
+  readChanges(ref: TableRef, start: ChangeStart, options: FeedOptions): AsyncIterable<ChangeEvent> {
+    if (options.signal.aborted) throw callerGone();
+    return this.#store.readChanges(ref, start, options);
   }
 
   /**

@@ -133,6 +133,27 @@ export interface DataStore {
   readModifyWriteRow(ref: TableRef, key: Buffer, rules: readonly ModifyRule[], options: CallOptions): Promise<Row>;
 
   /**
+   * readChanges follows the table's change feed: every mutateRow, mutateRows entry, applied
+   * checkAndMutateRow branch and readModifyWriteRow, as one Change each, committed after `start`.
+   *
+   * - The first event is a `progress` event whose position is where the feed starts: resuming
+   *   after it misses nothing committed after the call began (`now`) or at or after `sinceMicros`.
+   * - Every change committed after the start is yielded, once; a row's changes in commit order.
+   *   Each `change` event carries the position right after it: resuming `after` it yields only
+   *   what was committed later, never that change or an earlier one again.
+   * - While no change comes, a `progress` event at least every FEED_PROGRESS_MS carries a newer
+   *   position, or the same one.
+   * - It must fail, from next(), with NOT_FOUND (resource "table") for a missing table, and for
+   *   a table deleted while it is followed, after yielding every change committed before.
+   *   A start older than limits.changeRetentionSeconds fails with OUT_OF_RANGE; a position this
+   *   store never made, with INVALID_ARGUMENT.
+   * - It waits for changes until `options.signal` is aborted or the caller stops (break,
+   *   return()), and then releases what it holds promptly. The feed holds no deadline.
+   * Needs the `changeFeed` capability.
+   */
+  readChanges(ref: TableRef, start: ChangeStart, options: FeedOptions): AsyncIterable<ChangeEvent>;
+
+  /**
    * checkHealth resolves when every served instance answers within the deadline, and fails with
    * UNAVAILABLE or DEADLINE_EXCEEDED otherwise. It must be cheap: readiness probes call it.
    */
@@ -228,6 +249,38 @@ export type ModifyRule =
   | { readonly type: 'increment'; readonly family: string; readonly column: Buffer; readonly amount: bigint }
   | { readonly type: 'append'; readonly family: string; readonly column: Buffer; readonly value: Buffer };
 
+/**
+ * Where a change feed starts: right after a position a feed yielded (`after`), at a time within
+ * the retention (`sinceMicros`, inclusive), or at the moment of the call (`now`).
+ */
+export type ChangeStart = { readonly type: 'now' } | { readonly type: 'since'; readonly sinceMicros: Micros } | { readonly type: 'after'; readonly position: string };
+
+/**
+ * One committed change to one row: the mutations as applied, `set`s with their timestamps, and a
+ * row delete as `deleteRow`. `commitMicros` is the store's commit time.
+ */
+export interface Change {
+  readonly key: Buffer;
+  readonly commitMicros: Micros;
+  readonly mutations: readonly Mutation[];
+}
+
+/** What a feed yields; `position` is an opaque, printable ASCII string of at most FEED_POSITION_CHARS. */
+export type ChangeEvent =
+  | { readonly type: 'change'; readonly change: Change; readonly position: string }
+  | { readonly type: 'progress'; readonly position: string };
+
+/** Longest position a store makes. */
+export const FEED_POSITION_CHARS = 4096;
+
+/** Most milliseconds between two events of an idle feed. */
+export const FEED_PROGRESS_MS = 2000;
+
+export interface FeedOptions {
+  /** Aborted when the feed is to end: the caller left, or the service is shutting down. */
+  readonly signal: AbortSignal;
+}
+
 /** One stored cell version, as read back. */
 export interface Cell {
   readonly family: string;
@@ -292,6 +345,8 @@ export interface StoreCapabilities {
   readonly checkAndMutate: boolean;
   /** readModifyWriteRow: counters and appends. */
   readonly readModifyWrite: boolean;
+  /** readChanges: a change feed per table. */
+  readonly changeFeed: boolean;
 }
 
 /**
@@ -327,4 +382,6 @@ export interface StoreLimits {
   readonly conditionsPerCheck: number;
   /** Most rules in one readModifyWriteRow. */
   readonly rulesPerRow: number;
+  /** How long a change stays in the feed: a start older than this is OUT_OF_RANGE. */
+  readonly changeRetentionSeconds: number;
 }

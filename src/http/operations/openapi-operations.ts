@@ -161,6 +161,8 @@ const PROBLEM_EXAMPLES: Readonly<Record<ErrorCode, { readonly detail: string } &
   METHOD_NOT_ALLOWED: { detail: 'PUT is not allowed on /v1/local/createTable; allowed: POST.' },
   TABLE_ALREADY_EXISTS: { detail: 'Table "orders" already exists in the instance.' },
   NOT_A_COUNTER: { detail: 'An increment names a column whose latest value is not an 8-byte counter. Nothing was written.' },
+  INVALID_CURSOR: { detail: 'The cursor is not one of this table: it belongs to another table, or was altered.' },
+  CURSOR_EXPIRED: { detail: 'The feed position is older than the store keeps changes. Start again from now, and read the table anew.' },
   INVALID_PAGE_TOKEN: {
     detail:
       'pageToken is not a token of this scan: send the nextPageToken of the previous page, with the same table and query parameters (pageSize may change).',

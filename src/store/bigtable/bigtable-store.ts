@@ -1,6 +1,6 @@
 import { Bigtable, type BigtableOptions, admin as bigtableAdmin, v2, type protos } from '@google-cloud/bigtable';
 import { status as GrpcStatus } from '@grpc/grpc-js';
-import { StoreError, callerGone, unimplemented, isStoreError } from '../errors.ts';
+import { StoreError, callerGone, failing, unimplemented, isStoreError } from '../errors.ts';
 import type {
   CallOptions,
   Cell,
@@ -16,6 +16,7 @@ import type {
   StoreLimits,
   TableRef,
   TableSchema,
+  ChangeEvent,
 } from '../store.ts';
 import { type BigtableStub, type ServerStream, asIs, gaxOptions, grpcOptions, routingHeader, streamOf, unaryOf, withRetry } from './calls.ts';
 import { gcRuleFor, policyOf } from './gc-rules.ts';
@@ -249,6 +250,10 @@ export class BigtableStore implements DataStore {
 
   readModifyWriteRow(): Promise<Row> {
     return Promise.reject(unimplemented('readModifyWrite'));
+  }
+
+  readChanges(): AsyncIterable<ChangeEvent> {
+    return failing(unimplemented('changeFeed'));
   }
 
   async checkHealth(options: CallOptions): Promise<void> {

@@ -9,6 +9,7 @@ export const BIGTABLE_CAPABILITIES: StoreCapabilities = Object.freeze({
   reverseScan: true,
   checkAndMutate: false,
   readModifyWrite: false,
+  changeFeed: false,
 });
 
 /**
@@ -45,4 +46,5 @@ export const BIGTABLE_LIMITS: StoreLimits = Object.freeze({
   timestampGranularityMicros: 1000,
   conditionsPerCheck: 16,
   rulesPerRow: 1000,
+  changeRetentionSeconds: 86_400,
 });

@@ -2,7 +2,7 @@ import { mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import type { ResourceLimits } from 'node:worker_threads';
-import { StoreError, callerGone, unimplemented } from '../errors.ts';
+import { StoreError, callerGone, failing, unimplemented } from '../errors.ts';
 import type {
   CallOptions,
   Cell,
@@ -15,6 +15,7 @@ import type {
   ScanRequest,
   TableRef,
   TableSchema,
+  ChangeEvent,
 } from '../store.ts';
 import { COPY_PIECE_BYTES, type Decoder, type Encoder } from './codec.ts';
 import { EMBEDDED_CAPABILITIES, EMBEDDED_LIMITS } from './limits.ts';
@@ -214,6 +215,10 @@ export class EmbeddedStore implements DataStore {
 
   readModifyWriteRow(): Promise<Row> {
     return Promise.reject(unimplemented('readModifyWrite'));
+  }
+
+  readChanges(): AsyncIterable<ChangeEvent> {
+    return failing(unimplemented('changeFeed'));
   }
 
   async checkHealth(options: CallOptions): Promise<void> {

@@ -12,6 +12,7 @@ export const REDIS_CAPABILITIES: StoreCapabilities = Object.freeze({
   reverseScan: true,
   checkAndMutate: false,
   readModifyWrite: false,
+  changeFeed: false,
 });
 
 /**
@@ -38,4 +39,5 @@ export const REDIS_LIMITS: StoreLimits = Object.freeze({
   timestampGranularityMicros: 1,
   conditionsPerCheck: 16,
   rulesPerRow: 1000,
+  changeRetentionSeconds: 86_400,
 });

@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import { StoreError, callerGone, unimplemented } from '../errors.ts';
+import { StoreError, callerGone, failing, unimplemented } from '../errors.ts';
 import type {
   CallOptions,
   DataStore,
@@ -11,6 +11,7 @@ import type {
   ScanRequest,
   TableRef,
   TableSchema,
+  ChangeEvent,
 } from '../store.ts';
 import { Catalog } from './catalog.ts';
 import { type RedisConnection, openConnection } from './connection.ts';
@@ -257,6 +258,10 @@ export class RedisStore implements DataStore {
 
   readModifyWriteRow(): Promise<Row> {
     return Promise.reject(unimplemented('readModifyWrite'));
+  }
+
+  readChanges(): AsyncIterable<ChangeEvent> {
+    return failing(unimplemented('changeFeed'));
   }
 
   checkHealth(options: CallOptions): Promise<void> {

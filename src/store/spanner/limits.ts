@@ -9,6 +9,7 @@ export const SPANNER_CAPABILITIES: StoreCapabilities = Object.freeze({
   reverseScan: true,
   checkAndMutate: false,
   readModifyWrite: false,
+  changeFeed: false,
 });
 
 /**
@@ -44,6 +45,7 @@ export const SPANNER_LIMITS: StoreLimits = Object.freeze({
   timestampGranularityMicros: 1,
   conditionsPerCheck: 16,
   rulesPerRow: 1000,
+  changeRetentionSeconds: 86_400,
 });
 
 /** Spanner's bounds on one commit, which every write is checked against before it is sent. */

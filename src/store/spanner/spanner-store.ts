@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { type Database, type Instance, type Snapshot, Spanner, type SpannerOptions, type Transaction } from '@google-cloud/spanner';
 import { credentials, status as GrpcStatus } from '@grpc/grpc-js';
 import type { Logger } from 'pino';
-import { StoreError, callerGone, unimplemented } from '../errors.ts';
+import { StoreError, callerGone, failing, unimplemented } from '../errors.ts';
 import type {
   CallOptions,
   DataStore,
@@ -16,6 +16,7 @@ import type {
   ScanRequest,
   TableRef,
   TableSchema,
+  ChangeEvent,
 } from '../store.ts';
 import { queueWrites } from './client-messages.ts';
 import { commitEncoder } from './commit-request.ts';
@@ -363,6 +364,10 @@ export class SpannerStore implements DataStore {
 
   readModifyWriteRow(): Promise<Row> {
     return Promise.reject(unimplemented('readModifyWrite'));
+  }
+
+  readChanges(): AsyncIterable<ChangeEvent> {
+    return failing(unimplemented('changeFeed'));
   }
 
   checkHealth(options: CallOptions): Promise<void> {

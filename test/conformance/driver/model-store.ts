@@ -1,7 +1,10 @@
 import type {
   CallOptions,
+  ChangeEvent,
+  ChangeStart,
   ConditionalMutations,
   DataStore,
+  FeedOptions,
   FamilySpec,
   ModifyRule,
   Mutation,
@@ -14,8 +17,9 @@ import type {
   TableRef,
   TableSchema,
 } from '../../../src/store/store.ts';
-import type { StoreError } from '../../../src/store/errors.ts';
+import { StoreError } from '../../../src/store/errors.ts';
 import type { DriverHarnessFactory } from '../../support/driver-harness.ts';
+import { FEED_PROGRESS_MS } from '../../../src/store/store.ts';
 import { ContractModel } from './model.ts';
 
 const INT64_MAX = 2n ** 63n - 1n;
@@ -132,6 +136,48 @@ export class ModelStore implements DataStore {
     return this.#model.readModifyWriteRow(ref, key, rules);
   }
 
+  readChanges(ref: TableRef, start: ChangeStart, options: FeedOptions): AsyncIterable<ChangeEvent> {
+    precondition(!this.#closed, 'the store is closed');
+    precondition(this.capabilities.changeFeed, 'readChanges without the changeFeed capability');
+    precondition(this.#instances.has(ref.instance), `instance ${ref.instance} is not served`);
+    return this.#follow(ref, start, options);
+  }
+
+  async *#follow(ref: TableRef, start: ChangeStart, options: FeedOptions): AsyncGenerator<ChangeEvent> {
+    this.#openScans += 1;
+    try {
+      await new Promise((resolve) => setImmediate(resolve));
+      const log = this.#model.changeLog(ref);
+      const oldest = BigInt(Date.now() - this.limits.changeRetentionSeconds * 1000) * 1000n;
+      let seen: number;
+      if (start.type === 'now') seen = log.changes.length;
+      else if (start.type === 'since') {
+        if (start.sinceMicros < oldest) throw new StoreError('OUT_OF_RANGE', 'since is older than the retention');
+        seen = log.changes.findIndex((change) => change.commitMicros >= start.sinceMicros);
+        if (seen === -1) seen = log.changes.length;
+      } else {
+        seen = /^[1-9][0-9]*$|^0$/.test(start.position) ? Number(start.position) : Number.NaN;
+        if (!Number.isSafeInteger(seen) || seen > log.changes.length) throw new StoreError('INVALID_ARGUMENT', `no position ${start.position}`);
+        const after = log.changes[seen];
+        if (after !== undefined && after.commitMicros < oldest) throw new StoreError('OUT_OF_RANGE', 'the position is older than the retention');
+      }
+      yield { type: 'progress', position: String(seen) };
+      while (!options.signal.aborted) {
+        const change = log.changes[seen];
+        if (change !== undefined) {
+          seen += 1;
+          yield { type: 'change', change, position: String(seen) };
+          continue;
+        }
+        if (log.deleted) throw new StoreError('NOT_FOUND', `table ${ref.table} was deleted`, { resource: 'table', name: ref.table });
+        const waited = await changeOrTimeout(() => log.changes.length > seen || log.deleted, FEED_PROGRESS_MS, options.signal);
+        if (!waited) yield { type: 'progress', position: String(seen) };
+      }
+    } finally {
+      this.#openScans -= 1;
+    }
+  }
+
   async checkHealth(options: CallOptions): Promise<void> {
     await this.#start(options);
   }
@@ -188,6 +234,16 @@ export class ModelStore implements DataStore {
     precondition(this.capabilities.multipleVersions || selection.versions === 1, 'versions > 1 without the multipleVersions capability');
     precondition(selection.columns === undefined || selection.columns.length >= 1, 'an empty column selection');
   }
+}
+
+/** Waits until `ready()`, polling, or `timeoutMs`, or the abort; true when ready. */
+async function changeOrTimeout(ready: () => boolean, timeoutMs: number, signal: AbortSignal): Promise<boolean> {
+  const until = Date.now() + timeoutMs;
+  while (!signal.aborted && Date.now() < until) {
+    if (ready()) return true;
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+  return ready();
 }
 
 function rowBytes(entry: RowMutations): number {

@@ -3,7 +3,7 @@ import type { StoreCapabilities, StoreLimits } from '../../../src/store/store.ts
 import { modelHarness } from './model-store.ts';
 import { driverConformanceSuite } from './suite.ts';
 
-const ALL: StoreCapabilities = { multipleVersions: true, maxAge: true, reverseScan: true, checkAndMutate: true, readModifyWrite: true };
+const ALL: StoreCapabilities = { multipleVersions: true, maxAge: true, reverseScan: true, checkAndMutate: true, readModifyWrite: true, changeFeed: true };
 
 /** Limits unlike any store's today, so that the suite is seen to follow what a store publishes. */
 const SMALL_LIMITS: StoreLimits = {
@@ -21,6 +21,7 @@ const SMALL_LIMITS: StoreLimits = {
   timestampGranularityMicros: 1,
   conditionsPerCheck: 4,
   rulesPerRow: 10,
+  changeRetentionSeconds: 600,
 };
 
 /**
@@ -35,8 +36,8 @@ describe('driver conformance suite, against the reference model', () => {
     ['latest version only', { ...ALL, multipleVersions: false }, EMBEDDED_LIMITS],
     ['no maxAge', { ...ALL, maxAge: false }, SMALL_LIMITS],
     ['no reverse scan', { ...ALL, reverseScan: false }, SMALL_LIMITS],
-    ['no coordination', { ...ALL, checkAndMutate: false, readModifyWrite: false }, SMALL_LIMITS],
-    ['no capability', { multipleVersions: false, maxAge: false, reverseScan: false, checkAndMutate: false, readModifyWrite: false }, SMALL_LIMITS],
+    ['no coordination', { ...ALL, checkAndMutate: false, readModifyWrite: false, changeFeed: false }, SMALL_LIMITS],
+    ['no capability', { multipleVersions: false, maxAge: false, reverseScan: false, checkAndMutate: false, readModifyWrite: false, changeFeed: false }, SMALL_LIMITS],
   ];
   for (const [name, capabilities, limits] of variants) {
     describe(name, () => driverConformanceSuite(modelHarness(`model (${name})`, capabilities, limits)));

@@ -1,6 +1,7 @@
 import { StoreError, notACounter } from '../../../src/store/errors.ts';
 import type {
   Cell,
+  Change,
   Condition,
   ConditionalMutations,
   FamilySpec,
@@ -26,6 +27,15 @@ interface ModelTable {
   readonly families: Map<string, FamilySpec>;
   /** Rows by key (latin1, one character per byte, so that string order is byte order). */
   readonly rows: Map<string, ModelRow>;
+  /** Every change, in commit order; a change's position is its index + 1. */
+  readonly changes: Change[];
+  deleted: boolean;
+}
+
+/** A table's change log, as a feed reads it: it outlives the table's deletion. */
+export interface ChangeLog {
+  readonly changes: readonly Change[];
+  readonly deleted: boolean;
 }
 
 /**
@@ -61,7 +71,7 @@ export class ContractModel {
         ...(family.maxAgeSeconds === undefined ? {} : { maxAgeSeconds: family.maxAgeSeconds }),
       });
     }
-    this.#tables.set(tableId(ref), { families: effective, rows: new Map() });
+    this.#tables.set(tableId(ref), { families: effective, rows: new Map(), changes: [], deleted: false });
   }
 
   describeTable(ref: TableRef): TableSchema {
@@ -74,8 +84,13 @@ export class ContractModel {
   }
 
   deleteTable(ref: TableRef): void {
-    this.#table(ref);
+    this.#table(ref).deleted = true;
     this.#tables.delete(tableId(ref));
+  }
+
+  /** The table's change log; NOT_FOUND for a missing table. */
+  changeLog(ref: TableRef): ChangeLog {
+    return this.#table(ref);
   }
 
   mutateRow(ref: TableRef, key: Buffer, mutations: readonly Mutation[]): void {
@@ -201,6 +216,7 @@ export class ContractModel {
       }
     }
     table.rows.set(rowKey, row);
+    table.changes.push({ key: Buffer.from(key), commitMicros: this.#nowMicros(), mutations: [...mutations] });
   }
 }
 

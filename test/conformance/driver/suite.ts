@@ -2,6 +2,7 @@ import type { DriverHarnessFactory } from '../../support/driver-harness.ts';
 import { bytesCases } from './bytes.ts';
 import { callOptionsCases } from './call-options.ts';
 import { capabilityCases } from './capabilities.ts';
+import { changeFeedCases } from './changes.ts';
 import { checkAndMutateCases } from './check-and-mutate.ts';
 import { concurrencyCases } from './concurrency.ts';
 import { limitsCases } from './limits.ts';
@@ -37,6 +38,7 @@ export function driverConformanceSuite(factory: DriverHarnessFactory): void {
   limitsCases(factory);
   checkAndMutateCases(factory);
   readModifyWriteCases(factory);
+  changeFeedCases(factory);
   concurrencyCases(factory);
   callOptionsCases(factory);
   propertyCases(factory);
