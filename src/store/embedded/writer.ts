@@ -504,14 +504,19 @@ function missingFamily(mutations: readonly DecodedMutation[], table: TableEntry)
   return undefined;
 }
 
-function decodeMutations(decoder: Decoder, familyNames: readonly string[]): DecodedMutation[] {
-  const mutations: DecodedMutation[] = [];
-  const family = () => {
+/** Reads a family given by its index in the request's list of family names. */
+function familyOf(decoder: Decoder, familyNames: readonly string[]): () => string {
+  return () => {
     const index = decoder.u32();
     const name = familyNames[index];
     if (name === undefined) throw new Error(`family index ${index} out of range`);
     return name;
   };
+}
+
+function decodeMutations(decoder: Decoder, familyNames: readonly string[]): DecodedMutation[] {
+  const mutations: DecodedMutation[] = [];
+  const family = familyOf(decoder, familyNames);
   for (let count = decoder.u32(), i = 0; i < count; i++) {
     const type = decoder.u8();
     switch (type) {
@@ -542,12 +547,7 @@ function decodeMutations(decoder: Decoder, familyNames: readonly string[]): Deco
 
 function decodeConditions(decoder: Decoder, familyNames: readonly string[]): DecodedCondition[] {
   const conditions: DecodedCondition[] = [];
-  const family = () => {
-    const index = decoder.u32();
-    const name = familyNames[index];
-    if (name === undefined) throw new Error(`family index ${index} out of range`);
-    return name;
-  };
+  const family = familyOf(decoder, familyNames);
   for (let count = decoder.u32(), i = 0; i < count; i++) {
     const type = decoder.u8();
     switch (type) {
