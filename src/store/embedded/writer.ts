@@ -60,6 +60,10 @@ const NO_RESULT = (): void => {};
  * expired: after a row's mutations, each column they set in a family with a policy keeps only its
  * newest maxVersions versions and none older than maxAgeSeconds.
  *
+ * Conditional mutations and read-modify-writes read the row on this connection inside the
+ * request's savepoint and write in it: nothing else writes in between, so each is atomic without
+ * a retry. What they read is the row's live versions, retention applied as reads apply it.
+ *
  * The catalog of tables and families is kept in memory: this connection is the only one that
  * changes it.
  */
@@ -286,16 +290,8 @@ export class Writer {
   /** Whether `condition` holds of the row's live versions at `now`. */
   #holds(table: TableEntry, key: Uint8Array, condition: DecodedCondition, now: bigint): boolean {
     switch (condition.type) {
-      case ConditionType.rowExists: {
-        let exists = false;
-        for (const family of table.families.keys()) {
-          if (this.#familyLive(table, key, family, now)) {
-            exists = true;
-            break;
-          }
-        }
-        return exists === condition.exists;
-      }
+      case ConditionType.rowExists:
+        return [...table.families.keys()].some((family) => this.#familyLive(table, key, family, now)) === condition.exists;
       case ConditionType.familyExists:
         return this.#familyLive(table, key, condition.family, now) === condition.exists;
       case ConditionType.columnExists:
