@@ -1,17 +1,20 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
 import { expect } from 'chai';
 import fc from 'fast-check';
 import { isStoreError } from '../../../src/store/errors.ts';
-import { EmbeddedStore } from '../../../src/store/embedded/embedded-store.ts';
+import { DATABASE_FILE, EmbeddedStore } from '../../../src/store/embedded/embedded-store.ts';
 import type { Condition, FamilySpec, ModifyRule, Mutation, Row } from '../../../src/store/store.ts';
 import { ContractModel } from '../../conformance/driver/model.ts';
 
 /**
  * checkAndMutateRow and readModifyWriteRow against the contract's model, on random sequences
  * mixing them with mutateRow: keys and columns sit next to each other in byte order, values are
- * counters and not, versions are live, expired by age (though still on disk) or in the future.
+ * counters and not, versions are live, in the future, or expired by age. A version written
+ * expired is trimmed by its own write, so expired versions still on disk (as time makes them) are
+ * planted into the database beside the store, through a connection of the test's own.
  *
  * Counters and appends are written at the clock: they go only to families keeping one version,
  * and a timestamp near the clock reads as "now", so that the store and the model, a millisecond
@@ -65,7 +68,8 @@ const rule: fc.Arbitrary<ModifyRule> = fc.oneof(
 type Operation =
   | { readonly op: 'mutateRow'; readonly key: Buffer; readonly mutations: Mutation[] }
   | { readonly op: 'checkAndMutateRow'; readonly key: Buffer; readonly conditions: Condition[]; readonly mutations: Mutation[]; readonly otherwise: Mutation[] }
-  | { readonly op: 'readModifyWriteRow'; readonly key: Buffer; readonly rules: ModifyRule[] };
+  | { readonly op: 'readModifyWriteRow'; readonly key: Buffer; readonly rules: ModifyRule[] }
+  | { readonly op: 'plantExpired'; readonly key: Buffer; readonly column: Buffer; readonly value: Buffer };
 const operation: fc.Arbitrary<Operation> = fc.oneof(
   { weight: 3, arbitrary: fc.record({ op: fc.constant('mutateRow' as const), key, mutations: fc.array(mutation, { minLength: 1, maxLength: 4 }) }) },
   {
@@ -75,6 +79,7 @@ const operation: fc.Arbitrary<Operation> = fc.oneof(
       .filter((step) => step.mutations.length + step.otherwise.length > 0),
   },
   { weight: 3, arbitrary: fc.record({ op: fc.constant('readModifyWriteRow' as const), key, rules: fc.array(rule, { minLength: 1, maxLength: 4 }) }) },
+  { weight: 2, arbitrary: fc.record({ op: fc.constant('plantExpired' as const), key, column, value }) },
 );
 
 /** A timestamp near the clock reads as "now". */
@@ -102,14 +107,17 @@ describe('embedded store: conditions and counters against the contract model', f
   this.timeout(300_000);
   let dataDir: string;
   let store: EmbeddedStore;
+  let disk: DatabaseSync;
   let tables = 0;
   const options = () => ({ deadline: Date.now() + 30_000 });
 
   before(async () => {
     dataDir = mkdtempSync(join(tmpdir(), 'kvcrud-coordination-model-'));
     store = await EmbeddedStore.open({ dataDir });
+    disk = new DatabaseSync(join(dataDir, DATABASE_FILE), { timeout: 5000 });
   });
   after(async () => {
+    disk.close();
     await store.close();
     rmSync(dataDir, { recursive: true, force: true });
   });
@@ -121,9 +129,18 @@ describe('embedded store: conditions and counters against the contract model', f
         await store.createTable(ref, FAMILIES, options());
         const model = new ContractModel(store.capabilities, Date.now, store.limits.timestampGranularityMicros);
         model.createTable(ref, FAMILIES);
+        const plant = disk.prepare(
+          `INSERT INTO cells (table_id, row_key, family, qualifier, ts, value) SELECT id, ?, 'hour', ?, ?, ? FROM tables WHERE instance = 'local' AND name = ?
+           ON CONFLICT DO UPDATE SET value = excluded.value`,
+        );
         for (const step of operations) {
           let answers: [unknown, unknown];
           switch (step.op) {
+            case 'plantExpired':
+              plant.run(step.key, step.column, EXPIRED, step.value, ref.table);
+              model.mutateRow(ref, step.key, [{ type: 'set', family: 'hour', column: step.column, value: step.value, timestampMicros: EXPIRED }]);
+              answers = ['ok', 'ok'];
+              break;
             case 'mutateRow':
               answers = [
                 await outcome(() => store.mutateRow(ref, step.key, step.mutations, options()), () => 'ok'),
