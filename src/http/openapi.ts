@@ -115,6 +115,7 @@ export function buildOpenApiDocument(options: OpenApiOptions): JsonObject {
       operationId: 'openapi',
       tags: ['documentation'],
       summary: 'This document',
+      description: 'This OpenAPI 3.1 document, naming the stores and instances its reader may use.',
       ...guarded(protectDocs),
       responses: {
         200: { description: 'OpenAPI 3.1.', headers: REQUEST_ID_HEADER, content: { 'application/json': { schema: { type: 'object' } } } },
@@ -127,6 +128,7 @@ export function buildOpenApiDocument(options: OpenApiOptions): JsonObject {
       operationId: 'explorer',
       tags: ['documentation'],
       summary: 'The interactive API explorer',
+      description: 'Swagger UI on this document, served with its assets by the service itself.',
       ...guarded(protectDocs),
       responses: {
         200: { description: 'The explorer page (Swagger UI).', headers: REQUEST_ID_HEADER, content: { 'text/html': { schema: { type: 'string' } } } },
@@ -182,10 +184,15 @@ export function buildOpenApiDocument(options: OpenApiOptions): JsonObject {
         },
         'Retry-After': { description: 'Seconds to wait before retrying.', schema: { type: 'integer' } },
         Allow: { description: 'The methods the path has, e.g. `GET, HEAD`.', schema: { type: 'string' } },
-        'WWW-Authenticate': {
-          description: `How to authenticate (RFC 6750): \`Bearer realm="${REALM}"\`, with \`error="invalid_token"\` when the credential sent was not accepted or \`error="invalid_request"\` when it was sent the wrong way.`,
-          schema: { type: 'string' },
-        },
+        // Only 401 answers carry it, and only with authentication on.
+        ...(authenticated
+          ? {
+              'WWW-Authenticate': {
+                description: `How to authenticate (RFC 6750): \`Bearer realm="${REALM}"\`, with \`error="invalid_token"\` when the credential sent was not accepted or \`error="invalid_request"\` when it was sent the wrong way.`,
+                schema: { type: 'string' },
+              },
+            }
+          : {}),
       },
       ...(authenticated ? { securitySchemes: securitySchemes(modes) } : {}),
     },
