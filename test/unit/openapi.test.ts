@@ -2,9 +2,11 @@ import { Validator } from '@seriousme/openapi-schema-validator';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormatsModule from 'ajv-formats';
 import { expect } from 'chai';
+import Joi from 'joi';
 import type { AuthMode } from '../../src/config.ts';
 import { API_OPERATIONS, COMMON_ERRORS } from '../../src/http/api.ts';
 import { type OpenApiOptions, buildOpenApiDocument as buildDocument } from '../../src/http/openapi.ts';
+import { toJsonSchema } from '../../src/http/operations/json-schema.ts';
 import { operationErrors } from '../../src/http/operations/operation.ts';
 import { V1_OPERATIONS } from '../../src/http/v1/operations.ts';
 import { V2_OPERATIONS } from '../../src/http/v2/operations.ts';
@@ -311,5 +313,24 @@ describe('the validation messages of a mutation', () => {
 
   it('names the keys it has when it has more than one', async () => {
     expect(await problems({ set: { family: 'cf', column: 'a', value: 'b' }, deleteRow: {} })).to.contain('must have only one of [set, deleteColumn, deleteFamily, deleteRow], not [set, deleteRow]');
+  });
+});
+
+describe('the JSON Schema of a joi xor', () => {
+  const ajv = new Ajv2020({ strict: false });
+
+  it('is a oneOf of closed alternatives, each with the shared members and one peer', () => {
+    const schema = toJsonSchema(Joi.object({ id: Joi.string().required(), note: Joi.string(), a: Joi.number(), b: Joi.number() }).xor('a', 'b'));
+    expect(schema).to.not.have.any.keys('if', 'then', 'else', 'properties');
+    const validate = ajv.compile(schema);
+    expect([{ id: 'x', a: 1 }, { id: 'x', b: 1, note: 'n' }].map((value) => validate(value))).to.deep.equal([true, true]);
+    expect([{ id: 'x' }, { id: 'x', a: 1, b: 2 }, { a: 1 }, { id: 'x', a: 1, c: 3 }].map((value) => validate(value))).to.deep.equal([false, false, false, false]);
+  });
+
+  it('still says exactly one of the peers when the object has other dependencies', () => {
+    const schema = toJsonSchema(Joi.object({ a: Joi.number(), b: Joi.number(), c: Joi.number(), d: Joi.number() }).xor('a', 'b').with('c', 'd'));
+    const validate = ajv.compile(schema);
+    expect([{ a: 1 }, { b: 1, c: 1, d: 1 }].map((value) => validate(value))).to.deep.equal([true, true]);
+    expect([{}, { a: 1, b: 1 }, { a: 1, c: 1 }].map((value) => validate(value))).to.deep.equal([false, false, false]);
   });
 });
