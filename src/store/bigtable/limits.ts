@@ -7,8 +7,8 @@ export const BIGTABLE_CAPABILITIES: StoreCapabilities = Object.freeze({
   multipleVersions: true,
   maxAge: true,
   reverseScan: true,
-  checkAndMutate: false,
-  readModifyWrite: false,
+  checkAndMutate: true,
+  readModifyWrite: true,
 });
 
 /**
