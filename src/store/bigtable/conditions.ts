@@ -94,8 +94,9 @@ function presenceFilter(condition: Condition): RowFilter {
       return columnOf(condition.family, condition.column);
     case 'columnEquals':
       // A value range with both ends closed at the value: an exact comparison of raw bytes, with
-      // none of a regular expression's escaping (value_regex_filter is RE2 on bytes, where an
-      // escaped byte above 0x7f would be read as a UTF-8 character).
+      // no escaping. A value_regex_filter would need every byte escaped, and bytes above 0x7f do
+      // not mean the same on both sides: production Bigtable runs RE2 in Latin-1 mode, the
+      // emulator Go's regexp, which reads pattern and value as UTF-8.
       return chain(columnOf(condition.family, condition.column), {
         valueRangeFilter: { startValueClosed: condition.value, endValueClosed: condition.value },
       });

@@ -69,15 +69,16 @@ export function firstNonCounter(rules: readonly ModifyRule[], cells: readonly Ce
 }
 
 /**
- * Whether the backend refused an increment because the value is not a 64-bit integer. The
- * emulator (gcloud 528) answers UNKNOWN "increment on non-64-bit value"; production Bigtable
- * answers with a status of its own whose text names a 64-bit value too. Only that text tells this
- * refusal from others of the same code.
+ * Whether the backend refused an increment because the value is not a 64-bit integer. Production
+ * Bigtable answers FAILED_PRECONDITION "Cannot increment value '1' (family=…, qualifier=…). The
+ * increment operation can only be performed on 64-bit values", the only precondition a
+ * ReadModifyWriteRow has; the emulator (gcloud 528) answers UNKNOWN "increment on non-64-bit
+ * value", where only the text tells it from other failures.
  */
 export function isNotACounterError(error: unknown): boolean {
   const code = grpcCode(error);
-  if (code !== GrpcStatus.UNKNOWN && code !== GrpcStatus.INVALID_ARGUMENT && code !== GrpcStatus.FAILED_PRECONDITION) return false;
-  return /64[- ]?bit/i.test(error instanceof Error ? error.message : String(error));
+  if (code === GrpcStatus.FAILED_PRECONDITION) return true;
+  return code === GrpcStatus.UNKNOWN && /64-bit/i.test(error instanceof Error ? error.message : String(error));
 }
 
 /**
