@@ -57,7 +57,8 @@ const CELLS_SORTED_IN_ONE_GO = 2000;
 /**
  * The largest row filter Bigtable accepts (https://cloud.google.com/bigtable/quotas#row-filters):
  * production answers INVALID_ARGUMENT "Row filter exceeds maximum size of 20480 bytes"; the
- * emulator takes any size. A columnEquals condition carries its value in the filter.
+ * emulator takes any size. A columnEquals condition carries its value in the filter twice (both
+ * ends of a value range), so values up to about 10 KB can be compared.
  */
 const MAX_FILTER_BYTES = 20_480;
 
