@@ -78,10 +78,12 @@ const EMULATOR_CAPABILITIES: StoreCapabilities = Object.freeze({ ...BIGTABLE_CAP
  *
  * Native: GC rules for retention, MutateRow for atomic row mutations, MutateRows with per-entry
  * status for batches, ReadRows with row keys or ranges, rows_limit, reversed and filters for
- * reads and scans. Added here: a check that every family a mutation names exists before anything
- * is written (the emulator applies part of a mutation naming an unknown family), and read-time
- * filtering of versions a retention policy has expired (Bigtable's GC runs asynchronously).
- * Both use the table's schema, cached (SchemaCache).
+ * reads and scans, CheckAndMutateRow for conditional mutations, ReadModifyWriteRow for counters
+ * and appends. Added here: a check that every family a mutation, condition or rule names exists
+ * before anything is written (the emulator applies part of a mutation naming an unknown family),
+ * and filtering of versions a retention policy has expired (Bigtable's GC runs asynchronously),
+ * on read and in predicates, and removal of them before a read-modify-write. All use the table's
+ * schema, cached (SchemaCache).
  */
 export class BigtableStore implements DataStore {
   readonly type = 'bigtable';
