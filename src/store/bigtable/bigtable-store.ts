@@ -282,7 +282,8 @@ export class BigtableStore implements DataStore {
     const [onMatch, onMismatch] = predicate.inverted ? [check.otherwise, check.mutations] : [check.mutations, check.otherwise];
     const stub = await this.#stub();
     const { path, requestSerialize, responseDeserialize } = stub.checkAndMutateRow;
-    // The filter as a request field: a one-byte tag and, from 16 KiB on, a three-byte length.
+    // The filter as the request's only field: a one-byte tag and a length, three bytes from 16 KiB
+    // on (so exact for the sizes that matter here).
     const predicateBytes = requestSerialize({ predicateFilter: predicate.filter }).length - 4;
     if (predicateBytes > MAX_FILTER_BYTES) {
       throw new StoreError(
