@@ -110,11 +110,11 @@ function compile(schema: Schema): Node | undefined {
   if (schema._invalids !== null) return undefined;
   const valids = schema._valids;
   if (valids !== null && (valids._refs.size > 0 || [...valids._values].some((value) => typeof value === 'object' && value !== null))) return undefined;
-  // A schema's own options: only `convert`, which turns query text into numbers; such a value is
-  // left to joi when it is there.
+  // A schema's own options: `messages`, which words problems only, and `convert`, which turns
+  // query text into numbers; such a value is left to joi when it is there.
   const prefs = schema._preferences;
-  const converts = prefs !== null && Object.keys(prefs).length > 0;
-  if (converts && Object.keys(prefs).some((key) => key !== 'convert')) return undefined;
+  const converts = prefs !== null && 'convert' in prefs;
+  if (prefs !== null && Object.keys(prefs).some((key) => key !== 'convert' && key !== 'messages')) return undefined;
 
   const rules: Rule[] = [];
   const validators: RuleValidate[] = [];

@@ -1,12 +1,14 @@
 import { Bigtable, type BigtableOptions, admin as bigtableAdmin, v2, type protos } from '@google-cloud/bigtable';
 import { status as GrpcStatus } from '@grpc/grpc-js';
-import { StoreError, callerGone, failing, unimplemented, isStoreError } from '../errors.ts';
+import { StoreError, callerGone, failing, isStoreError, unimplemented } from '../errors.ts';
 import type {
   CallOptions,
   Cell,
+  ConditionalMutations,
   DataStore,
   FamilySpec,
   KeyRange,
+  ModifyRule,
   Mutation,
   ReadSelection,
   Row,
@@ -19,11 +21,13 @@ import type {
   ChangeEvent,
 } from '../store.ts';
 import { type BigtableStub, type ServerStream, asIs, gaxOptions, grpcOptions, routingHeader, streamOf, unaryOf, withRetry } from './calls.ts';
+import { predicateOf } from './conditions.ts';
 import { gcRuleFor, policyOf } from './gc-rules.ts';
 import { grpcCode, isDeadline, isTransient, toStoreError } from './grpc-errors.ts';
 import { BIGTABLE_CAPABILITIES, BIGTABLE_LIMITS } from './limits.ts';
 import { type SendEntries, applyEntries } from './mutate-rows.ts';
-import { MutateRowsEncoding, encodeMutateRow } from './mutation-requests.ts';
+import { expiredVersionsDeletions, familiesNamed, firstNonCounter, isNotACounterError, modifiedRow, toProtoRule, touchedColumns } from './modify-rules.ts';
+import { MutateRowsEncoding, encodeCheckAndMutateRow, encodeMutateRow } from './mutation-requests.ts';
 import { firstMissingFamily } from './mutations.ts';
 import { readFilter } from './read-filter.ts';
 import { ReadRowsDecoder, isLarge } from './read-rows-messages.ts';
@@ -34,6 +38,8 @@ import { type Families, SchemaCache } from './schema-cache.ts';
 import { Turns } from '../turns.ts';
 
 type ReadRowsRequest = protos.google.bigtable.v2.IReadRowsRequest;
+type CheckAndMutateRowResponse = protos.google.bigtable.v2.ICheckAndMutateRowResponse;
+type ReadModifyWriteRowResponse = protos.google.bigtable.v2.IReadModifyWriteRowResponse;
 
 export interface BigtableStoreOptions {
   projectId: string;
@@ -48,6 +54,14 @@ export interface BigtableStoreOptions {
 
 /** Cells of a row put in order in one go: about a millisecond of work. */
 const CELLS_SORTED_IN_ONE_GO = 2000;
+
+/**
+ * The largest row filter Bigtable accepts (https://cloud.google.com/bigtable/quotas#row-filters):
+ * production answers INVALID_ARGUMENT "Row filter exceeds maximum size of 20480 bytes"; the
+ * emulator takes any size. A columnEquals condition carries its value in the filter twice (both
+ * ends of a value range), so values up to about 10 KB can be compared.
+ */
+const MAX_FILTER_BYTES = 20_480;
 
 /** Any key: the existence probe (see #loadUncachedSchema) reads one row and returns no cell of it. */
 const PROBE_KEY = Buffer.from([0]);
@@ -65,10 +79,12 @@ const EMULATOR_CAPABILITIES: StoreCapabilities = Object.freeze({ ...BIGTABLE_CAP
  *
  * Native: GC rules for retention, MutateRow for atomic row mutations, MutateRows with per-entry
  * status for batches, ReadRows with row keys or ranges, rows_limit, reversed and filters for
- * reads and scans. Added here: a check that every family a mutation names exists before anything
- * is written (the emulator applies part of a mutation naming an unknown family), and read-time
- * filtering of versions a retention policy has expired (Bigtable's GC runs asynchronously).
- * Both use the table's schema, cached (SchemaCache).
+ * reads and scans, CheckAndMutateRow for conditional mutations, ReadModifyWriteRow for counters
+ * and appends. Added here: a check that every family a mutation, condition or rule names exists
+ * before anything is written (the emulator applies part of a mutation naming an unknown family),
+ * and filtering of versions a retention policy has expired (Bigtable's GC runs asynchronously),
+ * on read and in predicates, and removal of them before a read-modify-write. All use the table's
+ * schema, cached (SchemaCache).
  */
 export class BigtableStore implements DataStore {
   readonly type = 'bigtable';
@@ -79,6 +95,12 @@ export class BigtableStore implements DataStore {
   readonly #data: v2.BigtableClient;
   readonly #admin: bigtableAdmin.v2.BigtableTableAdminClient;
   readonly #schemas: SchemaCache;
+  /**
+   * The emulator (gcloud 528) applies the rules of a ReadModifyWriteRow one by one and keeps those
+   * before a failing increment, where production Bigtable applies all or none: on the emulator the
+   * values the increments would find are checked first (see readModifyWriteRow).
+   */
+  readonly #rulesApplyOneByOne: boolean;
   #stubReady: Promise<BigtableStub> | undefined;
 
   constructor(options: BigtableStoreOptions) {
@@ -86,6 +108,7 @@ export class BigtableStore implements DataStore {
     this.#instanceIds = options.instanceIds;
     this.#schemas = new SchemaCache(options.schemaCacheTtlMs ?? 10 * 60_000);
     this.capabilities = options.emulatorHost === undefined ? BIGTABLE_CAPABILITIES : EMULATOR_CAPABILITIES;
+    this.#rulesApplyOneByOne = options.emulatorHost !== undefined;
 
     // The Bigtable class only computes the clients' settings here (endpoint, channel pool, scopes).
     const clientOptions: BigtableOptions & Record<`grpc.${string}`, unknown> = {
@@ -244,12 +267,96 @@ export class BigtableStore implements DataStore {
     return this.#scan(ref, scan, options);
   }
 
-  checkAndMutateRow(): Promise<boolean> {
-    return Promise.reject(unimplemented('checkAndMutate'));
+  /**
+   * One CheckAndMutateRow: the conditions compiled to one predicate filter that sees only live
+   * versions (conditions.ts), `mutations` and `otherwise` as its true and false mutations (swapped
+   * when the predicate is built for "some condition fails"). Bigtable evaluates the predicate and
+   * applies the branch atomically. Every family named is checked against the schema first: the
+   * backend checks only the branch it applies, so an unknown family in the other would go unseen.
+   * Not retried: after a lost answer a second call could take the other branch.
+   */
+  async checkAndMutateRow(ref: TableRef, key: Buffer, check: ConditionalMutations, options: CallOptions): Promise<boolean> {
+    const tableName = this.#tableName(ref);
+    const named = familiesNamed(check.conditions, check.mutations, check.otherwise);
+    const families = await this.#requireNamedFamilies(ref, named, options);
+    const predicate = predicateOf(check.conditions, families, Date.now());
+    const [onMatch, onMismatch] = predicate.inverted ? [check.otherwise, check.mutations] : [check.mutations, check.otherwise];
+    const stub = await this.#stub();
+    const { path, requestSerialize, responseDeserialize } = stub.checkAndMutateRow;
+    // The filter as the request's only field: a one-byte tag and a length, three bytes from 16 KiB
+    // on (so exact for the sizes that matter here).
+    const predicateBytes = requestSerialize({ predicateFilter: predicate.filter }).length - 4;
+    if (predicateBytes > MAX_FILTER_BYTES) {
+      throw new StoreError(
+        'INVALID_ARGUMENT',
+        `bigtable checkAndMutateRow: the conditions make a predicate filter of ${predicateBytes} bytes; Bigtable takes at most ${MAX_FILTER_BYTES}`,
+      );
+    }
+    const request = await encodeCheckAndMutateRow(requestSerialize, { tableName, rowKey: key, predicateFilter: predicate.filter }, onMatch, onMismatch);
+    let response: CheckAndMutateRowResponse | undefined;
+    try {
+      response = await unaryOf<CheckAndMutateRowResponse>(
+        (done) => stub.makeUnaryRequest(path, asIs, responseDeserialize, request, routingHeader(tableName), grpcOptions(options), done),
+        options,
+      );
+    } catch (error) {
+      throw await this.#afterFailedWrite(ref, named, error, 'checkAndMutateRow', options);
+    }
+    const matched = response?.predicateMatched === true;
+    return predicate.inverted ? !matched : matched;
   }
 
-  readModifyWriteRow(): Promise<Row> {
-    return Promise.reject(unimplemented('readModifyWrite'));
+  /**
+   * One ReadModifyWriteRow, which Bigtable applies atomically, rules in order, each on the latest
+   * stored version of its column, at the server's clock or the replaced version's timestamp when
+   * that is later. Before it, for families with maxAgeSeconds, one MutateRow removes the touched
+   * columns' versions older than the age limit (expiredVersionsDeletions): Bigtable's GC is lazy
+   * and ReadModifyWriteRow would otherwise increment an expired version instead of counting from
+   * 0. Those versions are expired: no read returns them, so removing them changes nothing anyone
+   * sees. Not retried: a second call after a lost answer would add twice.
+   */
+  async readModifyWriteRow(ref: TableRef, key: Buffer, rules: readonly ModifyRule[], options: CallOptions): Promise<Row> {
+    const tableName = this.#tableName(ref);
+    const named = rules.map((rule) => rule.family);
+    const families = await this.#requireNamedFamilies(ref, named, options);
+    const stub = await this.#stub();
+    const subject = { resource: 'table', name: ref.table } as const;
+
+    const deletions = expiredVersionsDeletions(rules, families, Date.now());
+    const removeExpired = async () => {
+      if (deletions.length === 0) return;
+      const request = stub.mutateRow.requestSerialize({ tableName, rowKey: key, mutations: deletions });
+      // Idempotent: removing versions below a fixed timestamp twice leaves the same row.
+      await withRetry(options, 'mutateRow', subject, () =>
+        unaryOf((done) => stub.makeUnaryRequest(stub.mutateRow.path, asIs, stub.mutateRow.responseDeserialize, request, routingHeader(tableName), grpcOptions(options), done), options),
+      );
+    };
+    // On the emulator, which keeps the rules before a failing increment (see #rulesApplyOneByOne):
+    // the values the increments would find, read first. A write between this read and the call can
+    // still make the emulator keep part of the rules; production Bigtable needs no read.
+    const checkCounters = async () => {
+      if (!this.#rulesApplyOneByOne) return;
+      const [row] = await this.readRows(ref, [key], touchedColumns(rules), options);
+      const error = firstNonCounter(rules, row?.cells ?? []);
+      if (error !== undefined) throw error;
+    };
+    await Promise.all([removeExpired(), checkCounters()]);
+
+    const { path, requestSerialize, responseDeserialize } = stub.readModifyWriteRow;
+    const request = requestSerialize({ tableName, rowKey: key, rules: rules.map(toProtoRule) });
+    let response: ReadModifyWriteRowResponse | undefined;
+    try {
+      response = await unaryOf<ReadModifyWriteRowResponse>(
+        (done) => stub.makeUnaryRequest(path, asIs, responseDeserialize, request, routingHeader(tableName), grpcOptions(options), done),
+        options,
+      );
+    } catch (error) {
+      if (isNotACounterError(error)) {
+        throw new StoreError('FAILED_PRECONDITION', `bigtable readModifyWriteRow: ${(error as Error).message}`, { reason: 'NOT_A_COUNTER', cause: error });
+      }
+      throw await this.#afterFailedWrite(ref, named, error, 'readModifyWriteRow', options);
+    }
+    return modifiedRow(key, response?.row);
   }
 
   readChanges(): AsyncIterable<ChangeEvent> {
@@ -441,6 +548,39 @@ export class BigtableStore implements DataStore {
       }
     }
     return families;
+  }
+
+  /**
+   * The table's families, known to include every family in `names` unless the backend says
+   * otherwise (as #requireFamilies). Throws NOT_FOUND for a missing table, then for the first
+   * missing family in `names`.
+   */
+  async #requireNamedFamilies(ref: TableRef, names: readonly string[], options: CallOptions): Promise<Families> {
+    const cached = this.#schemas.get(this.#tableName(ref));
+    if (cached !== undefined && names.every((name) => cached.has(name))) return cached;
+    const families = cached === undefined ? await this.#loadUncachedSchema(ref, options) : await this.#loadSchema(ref, options);
+    const missing = names.find((name) => !families.has(name));
+    if (missing !== undefined) throw this.#familyNotFound(ref, missing);
+    return families;
+  }
+
+  /**
+   * The error to report for a conditional write or a read-modify-write that failed: the caller's
+   * own departure, or, after a failure that is not the backend's being away, a missing table or
+   * family found by looking at the schema again (it may have changed behind the cache), or else
+   * the backend's error as a StoreError.
+   */
+  async #afterFailedWrite(ref: TableRef, families: readonly string[], error: unknown, operation: string, options: CallOptions): Promise<StoreError> {
+    if (options.signal?.aborted === true) return callerGone();
+    const failure = toStoreError(error, operation, { resource: 'table', name: ref.table });
+    if (isTransient(error) || isDeadline(error) || grpcCode(error) === GrpcStatus.CANCELLED) return failure;
+    this.#schemas.delete(this.#tableName(ref));
+    try {
+      await this.#requireNamedFamilies(ref, families, options);
+    } catch (lookup) {
+      if (isStoreError(lookup, 'NOT_FOUND')) return lookup;
+    }
+    return failure;
   }
 
   #familyNotFound(ref: TableRef, family: string): StoreError {

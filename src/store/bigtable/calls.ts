@@ -8,6 +8,8 @@ import { isDeadline, isTransient, toStoreError } from './grpc-errors.ts';
 
 type ReadRowsResponse = protos.google.bigtable.v2.IReadRowsResponse;
 type MutateRowsResponse = protos.google.bigtable.v2.IMutateRowsResponse;
+type CheckAndMutateRowResponse = protos.google.bigtable.v2.ICheckAndMutateRowResponse;
+type ReadModifyWriteRowResponse = protos.google.bigtable.v2.IReadModifyWriteRowResponse;
 
 // Retry backoff for transient failures, bounded by each call's deadline.
 export const RETRY_MIN_MS = 20;
@@ -35,6 +37,8 @@ export interface BigtableStub {
   readonly readRows: MethodCodec<object, ReadRowsResponse>;
   readonly mutateRow: MethodCodec<object, object>;
   readonly mutateRows: MethodCodec<object, MutateRowsResponse>;
+  readonly checkAndMutateRow: MethodCodec<object, CheckAndMutateRowResponse>;
+  readonly readModifyWriteRow: MethodCodec<object, ReadModifyWriteRowResponse>;
   makeUnaryRequest<Request, Response>(
     path: string,
     serialize: (request: Request) => Buffer,

@@ -7,8 +7,8 @@ export const BIGTABLE_CAPABILITIES: StoreCapabilities = Object.freeze({
   multipleVersions: true,
   maxAge: true,
   reverseScan: true,
-  checkAndMutate: false,
-  readModifyWrite: false,
+  checkAndMutate: true,
+  readModifyWrite: true,
   changeFeed: false,
 });
 
@@ -44,7 +44,12 @@ export const BIGTABLE_LIMITS: StoreLimits = Object.freeze({
   // Tables are created with Bigtable's default granularity, milliseconds; a timestamp that is not a
   // multiple of 1000 µs is refused.
   timestampGranularityMicros: 1000,
+  // kvcrud's: each condition nests one Condition filter in the predicate; Bigtable's bound is on
+  // the filter's size, 20 KB, which the store checks per call (a condition on a long value or
+  // column may exceed it alone).
   conditionsPerCheck: 16,
+  // kvcrud's, within ReadModifyWriteRowRequest.rules' "at most 100000 rules": the answer holds
+  // one cell per column touched, and a row's rules are applied one after another.
   rulesPerRow: 1000,
   changeRetentionSeconds: 86_400,
 });

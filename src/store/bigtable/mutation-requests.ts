@@ -31,6 +31,37 @@ export async function encodeMutateRow(serialize: Serialize, tableName: string, r
 }
 
 /**
+ * encodeCheckAndMutateRow serializes a CheckAndMutateRowRequest in pieces as encodeMutateRow does:
+ * the first with the table, key, predicate and first mutations of each branch, then the rest of
+ * the true mutations, then of the false ones (each repeated field keeps its order).
+ */
+export async function encodeCheckAndMutateRow(
+  serialize: Serialize,
+  head: { tableName: string; rowKey: Buffer; predicateFilter: object },
+  trueMutations: readonly Mutation[],
+  falseMutations: readonly Mutation[],
+): Promise<Buffer> {
+  const first = {
+    ...head,
+    trueMutations: trueMutations.slice(0, MUTATIONS_PER_PIECE).map(toProtoMutation),
+    falseMutations: falseMutations.slice(0, MUTATIONS_PER_PIECE).map(toProtoMutation),
+  };
+  if (trueMutations.length <= MUTATIONS_PER_PIECE && falseMutations.length <= MUTATIONS_PER_PIECE) return serialize(first);
+  const pieces = [serialize(first)];
+  const turns = new Turns();
+  for (const [field, mutations] of [
+    ['trueMutations', trueMutations],
+    ['falseMutations', falseMutations],
+  ] as const) {
+    for (let start = MUTATIONS_PER_PIECE; start < mutations.length; start += MUTATIONS_PER_PIECE) {
+      await turns.pause();
+      pieces.push(serialize({ [field]: mutations.slice(start, start + MUTATIONS_PER_PIECE).map(toProtoMutation) }));
+    }
+  }
+  return Buffer.concat(pieces);
+}
+
+/**
  * MutateRowsEncoding holds a MutateRowsRequest's entries encoded once, so that the request for any
  * subset of them (a wave, or the entries a retry sends again) is a concatenation of bytes.
  */

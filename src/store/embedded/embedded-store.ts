@@ -6,8 +6,10 @@ import { StoreError, callerGone, failing, unimplemented } from '../errors.ts';
 import type {
   CallOptions,
   Cell,
+  ConditionalMutations,
   DataStore,
   FamilySpec,
+  ModifyRule,
   Mutation,
   ReadSelection,
   Row,
@@ -20,7 +22,7 @@ import type {
 import { COPY_PIECE_BYTES, type Decoder, type Encoder } from './codec.ts';
 import { EMBEDDED_CAPABILITIES, EMBEDDED_LIMITS } from './limits.ts';
 import { ProcessLock } from './process-lock.ts';
-import { CANCEL_SLOTS, Kind, MutationType, ScanFlag, decodeError, decodePolicyBound, encodePolicyBound } from './protocol.ts';
+import { CANCEL_SLOTS, ConditionType, Kind, MutationType, RuleType, ScanFlag, decodeError, decodePolicyBound, encodePolicyBound } from './protocol.ts';
 import { migrate } from './schema.ts';
 import { encodeSelection } from './selection.ts';
 import { SQLITE_BUSY, SQLITE_LOCKED, sqliteCode } from './sqlite-errors.ts';
@@ -209,12 +211,35 @@ export class EmbeddedStore implements DataStore {
     }
   }
 
-  checkAndMutateRow(): Promise<boolean> {
-    return Promise.reject(unimplemented('checkAndMutate'));
+  /**
+   * The writer thread evaluates the conditions and applies the branch in one SQLite transaction
+   * (see Writer), so no other write comes between them.
+   */
+  checkAndMutateRow(ref: TableRef, key: Buffer, check: ConditionalMutations, options: CallOptions): Promise<boolean> {
+    const large =
+      check.mutations.length + check.otherwise.length > MUTATIONS_PER_PIECE ||
+      check.mutations.some(tallSet) ||
+      check.otherwise.some(tallSet) ||
+      check.conditions.some((condition) => condition.type === 'columnEquals' && condition.value.byteLength > COPY_PIECE_BYTES);
+    return this.#writeEncoded(Kind.checkAndMutate, options, { done: (decoder) => decoder.u8() === 1 }, large, (encoder) => encodeCheck(encoder, ref, key, check));
   }
 
-  readModifyWriteRow(): Promise<Row> {
-    return Promise.reject(unimplemented('readModifyWrite'));
+  /** The writer thread reads, computes and writes the new versions in one SQLite transaction (see Writer). */
+  readModifyWriteRow(ref: TableRef, key: Buffer, rules: readonly ModifyRule[], options: CallOptions): Promise<Row> {
+    const reader: AnswerReader<Row> = {
+      done(decoder) {
+        const cells: Cell[] = [];
+        for (let count = decoder.u32(), i = 0; i < count; i++) {
+          const family = decoder.string();
+          const column = decoder.bytes();
+          const value = decoder.bytes();
+          cells.push({ family, column, value, timestampMicros: decoder.i64() });
+        }
+        return { key, cells };
+      },
+    };
+    const large = rules.length > MUTATIONS_PER_PIECE || rules.some((rule) => rule.type === 'append' && rule.value.byteLength > COPY_PIECE_BYTES);
+    return this.#writeEncoded(Kind.readModifyWrite, options, reader, large, (encoder) => encodeRules(encoder, ref, key, rules));
   }
 
   readChanges(): AsyncIterable<ChangeEvent> {
@@ -280,14 +305,23 @@ export class EmbeddedStore implements DataStore {
     };
     let mutations = 0;
     for (const entry of entries) mutations += entry.mutations.length;
-    // A tall value goes as a large request too: it is copied into the message a piece per turn.
-    const tallValue = entries.some((entry) => entry.mutations.some((mutation) => mutation.type === 'set' && mutation.value.byteLength > COPY_PIECE_BYTES));
-    if (mutations <= MUTATIONS_PER_PIECE && !tallValue) {
-      return this.#writer.request(Kind.mutate, options.deadline, (encoder) => {
-        for (const piece of encodeMutations(encoder, ref, entries)) void piece;
+    const large = mutations > MUTATIONS_PER_PIECE || entries.some((entry) => entry.mutations.some(tallSet));
+    return this.#writeEncoded(Kind.mutate, options, reader, large, (encoder) => encodeMutations(encoder, ref, entries));
+  }
+
+  /**
+   * A write request whose payload `encode` writes: in the shared message, or, when `large` (more
+   * than MUTATIONS_PER_PIECE mutations or rules, or a tall value), in a message of its own, a piece
+   * per turn (ThreadClient.requestLarge), a tall value being copied into it a piece per turn too.
+   */
+  #writeEncoded<T>(kind: number, options: CallOptions, reader: AnswerReader<T>, large: boolean, encode: (encoder: Encoder) => Generator<void>): Promise<T> {
+    if (this.#closed !== undefined) return Promise.reject(closedError());
+    if (!large) {
+      return this.#writer.request(kind, options.deadline, (encoder) => {
+        for (const piece of encode(encoder)) void piece;
       }, reader, options.signal);
     }
-    return this.#writer.requestLarge(Kind.mutate, options.deadline, (encoder) => encodeMutations(encoder, ref, entries), reader, options.signal);
+    return this.#writer.requestLarge(kind, options.deadline, encode, reader, options.signal);
   }
 
   #scanChunk(ref: TableRef, scan: ScanRequest, tableId: number, after: Buffer | undefined, limit: number, options: CallOptions) {
@@ -383,6 +417,11 @@ type EncodableEntry = RowMutations;
 
 const NO_ANSWER: AnswerReader<void> = { done: () => undefined };
 
+/** A set whose value is copied into a request a piece per turn (Encoder.bytesInPieces). */
+function tallSet(mutation: Mutation): boolean {
+  return mutation.type === 'set' && mutation.value.byteLength > COPY_PIECE_BYTES;
+}
+
 /**
  * Decodes `u32 segments, segment*` of a read's answer. `rowOf` returns the cell list a segment's
  * cells go to, given its row index, key and whether it continues the previous segment's row
@@ -413,54 +452,123 @@ function decodeSegments<C>(
 }
 
 /**
- * Encodes `instance, table, u32 families, family*, u32 entries, (key, u32 mutations, mutation*)*`,
+ * Encodes `instance, table, u32 families, family*, u32 entries, (key, mutation list)*`,
  * families by index; yields after every MUTATIONS_PER_PIECE mutations, and between the pieces of
  * a tall value (Encoder.bytesInPieces).
  */
 function* encodeMutations(encoder: Encoder, ref: TableRef, entries: readonly EncodableEntry[]): Generator<void> {
   encoder.string(ref.instance);
   encoder.string(ref.table);
-  const families = new Map<string, number>();
-  for (const entry of entries) {
-    for (const mutation of entry.mutations) {
-      if (mutation.type !== 'deleteRow') {
-        if (!families.has(mutation.family)) families.set(mutation.family, families.size);
-      }
-    }
-  }
-  encoder.u32(families.size);
-  for (const name of families.keys()) encoder.string(name);
+  const families = encodeFamilies(
+    encoder,
+    entries.flatMap((entry) => entry.mutations.flatMap((mutation) => (mutation.type === 'deleteRow' ? [] : [mutation.family]))),
+  );
   encoder.u32(entries.length);
-  let piece = 0;
+  const pieces = { count: 0 };
   for (const entry of entries) {
     encoder.bytes(entry.key);
-    encoder.u32(entry.mutations.length);
-    for (const mutation of entry.mutations) {
-      if (++piece === MUTATIONS_PER_PIECE) {
-        piece = 0;
-        yield;
-      }
-      switch (mutation.type) {
-        case 'set':
-          encoder.u8(MutationType.set);
-          encoder.u32(families.get(mutation.family) as number);
-          encoder.bytes(mutation.column);
-          yield* encoder.bytesInPieces(mutation.value);
-          encoder.i64(mutation.timestampMicros);
-          break;
-        case 'deleteColumn':
-          encoder.u8(MutationType.deleteColumn);
-          encoder.u32(families.get(mutation.family) as number);
-          encoder.bytes(mutation.column);
-          break;
-        case 'deleteFamily':
-          encoder.u8(MutationType.deleteFamily);
-          encoder.u32(families.get(mutation.family) as number);
-          break;
-        case 'deleteRow':
-          encoder.u8(MutationType.deleteRow);
-          break;
-      }
+    yield* encodeMutationList(encoder, families, entry.mutations, pieces);
+  }
+}
+
+/**
+ * Encodes `instance, table, key, u32 families, family*, u32 conditions, condition*, mutation list
+ * (the mutations), mutation list (otherwise)`, families by index, in the order the conditions and
+ * then the two branches name them.
+ */
+function* encodeCheck(encoder: Encoder, ref: TableRef, key: Buffer, check: ConditionalMutations): Generator<void> {
+  encoder.string(ref.instance);
+  encoder.string(ref.table);
+  encoder.bytes(key);
+  const named = check.conditions.flatMap((condition) => (condition.type === 'rowExists' ? [] : [condition.family]));
+  for (const mutation of [...check.mutations, ...check.otherwise]) if (mutation.type !== 'deleteRow') named.push(mutation.family);
+  const families = encodeFamilies(encoder, named);
+  encoder.u32(check.conditions.length);
+  for (const condition of check.conditions) {
+    switch (condition.type) {
+      case 'rowExists':
+        encoder.u8(ConditionType.rowExists);
+        encoder.u8(condition.exists ? 1 : 0);
+        break;
+      case 'familyExists':
+        encoder.u8(ConditionType.familyExists);
+        encoder.u32(families.get(condition.family) as number);
+        encoder.u8(condition.exists ? 1 : 0);
+        break;
+      case 'columnExists':
+        encoder.u8(ConditionType.columnExists);
+        encoder.u32(families.get(condition.family) as number);
+        encoder.bytes(condition.column);
+        encoder.u8(condition.exists ? 1 : 0);
+        break;
+      case 'columnEquals':
+        encoder.u8(ConditionType.columnEquals);
+        encoder.u32(families.get(condition.family) as number);
+        encoder.bytes(condition.column);
+        yield* encoder.bytesInPieces(condition.value);
+        break;
+    }
+  }
+  const pieces = { count: 0 };
+  yield* encodeMutationList(encoder, families, check.mutations, pieces);
+  yield* encodeMutationList(encoder, families, check.otherwise, pieces);
+}
+
+/** Encodes `instance, table, key, u32 rules, (u8 type, family, column, i64 amount | value)*`. */
+function* encodeRules(encoder: Encoder, ref: TableRef, key: Buffer, rules: readonly ModifyRule[]): Generator<void> {
+  encoder.string(ref.instance);
+  encoder.string(ref.table);
+  encoder.bytes(key);
+  encoder.u32(rules.length);
+  for (const rule of rules) {
+    encoder.u8(rule.type === 'increment' ? RuleType.increment : RuleType.append);
+    encoder.string(rule.family);
+    encoder.bytes(rule.column);
+    if (rule.type === 'increment') encoder.i64(rule.amount);
+    else yield* encoder.bytesInPieces(rule.value);
+  }
+}
+
+/** Encodes `u32 families, family*`, each name once in order of first mention; returns each one's index. */
+function encodeFamilies(encoder: Encoder, named: readonly string[]): Map<string, number> {
+  const families = new Map<string, number>();
+  for (const family of named) if (!families.has(family)) families.set(family, families.size);
+  encoder.u32(families.size);
+  for (const name of families.keys()) encoder.string(name);
+  return families;
+}
+
+/**
+ * Encodes `u32 mutations, mutation*`, families by index; yields after every MUTATIONS_PER_PIECE
+ * mutations (counted in `pieces` across lists), and between the pieces of a tall value.
+ */
+function* encodeMutationList(encoder: Encoder, families: ReadonlyMap<string, number>, mutations: readonly Mutation[], pieces: { count: number }): Generator<void> {
+  encoder.u32(mutations.length);
+  for (const mutation of mutations) {
+    if (++pieces.count === MUTATIONS_PER_PIECE) {
+      pieces.count = 0;
+      yield;
+    }
+    switch (mutation.type) {
+      case 'set':
+        encoder.u8(MutationType.set);
+        encoder.u32(families.get(mutation.family) as number);
+        encoder.bytes(mutation.column);
+        yield* encoder.bytesInPieces(mutation.value);
+        encoder.i64(mutation.timestampMicros);
+        break;
+      case 'deleteColumn':
+        encoder.u8(MutationType.deleteColumn);
+        encoder.u32(families.get(mutation.family) as number);
+        encoder.bytes(mutation.column);
+        break;
+      case 'deleteFamily':
+        encoder.u8(MutationType.deleteFamily);
+        encoder.u32(families.get(mutation.family) as number);
+        break;
+      case 'deleteRow':
+        encoder.u8(MutationType.deleteRow);
+        break;
     }
   }
 }

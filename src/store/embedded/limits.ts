@@ -7,8 +7,8 @@ export const EMBEDDED_CAPABILITIES: StoreCapabilities = Object.freeze({
   multipleVersions: true,
   maxAge: true,
   reverseScan: true,
-  checkAndMutate: false,
-  readModifyWrite: false,
+  checkAndMutate: true,
+  readModifyWrite: true,
   changeFeed: false,
 });
 
@@ -29,6 +29,9 @@ export const EMBEDDED_LIMITS: StoreLimits = Object.freeze({
   familiesPerTable: 100,
   versionsPerRead: 1000,
   timestampGranularityMicros: 1000,
+  // SQLite bounds neither (each condition is one indexed lookup, each rule one column written in
+  // the writer's transaction); these are the bounds every store publishes, so that a request
+  // valid here is valid on the others.
   conditionsPerCheck: 16,
   rulesPerRow: 1000,
   changeRetentionSeconds: 86_400,

@@ -1,4 +1,4 @@
-import { StoreError, type StoreErrorCode, type StoreResource } from '../errors.ts';
+import { StoreError, type StoreErrorCode, type StoreFailedPrecondition, type StoreResource } from '../errors.ts';
 import type { StoreCapabilities, StoreLimits } from '../store.ts';
 import type { MessagePort } from 'node:worker_threads';
 import { Decoder, type Encoder } from './codec.ts';
@@ -22,6 +22,8 @@ export const Kind = {
   describeTable: 7,
   readRows: 8,
   scan: 9,
+  checkAndMutate: 10,
+  readModifyWrite: 11,
 } as const;
 export type Kind = (typeof Kind)[keyof typeof Kind];
 
@@ -35,6 +37,10 @@ export const Status = {
 } as const;
 
 export const MutationType = { set: 1, deleteColumn: 2, deleteFamily: 3, deleteRow: 4 } as const;
+
+export const ConditionType = { rowExists: 1, familyExists: 2, columnExists: 3, columnEquals: 4 } as const;
+
+export const RuleType = { increment: 1, append: 2 } as const;
 
 /** Absent selection: every column. */
 export const ALL_COLUMNS = 0xffff_ffff;
@@ -76,6 +82,7 @@ export function encodeError(encoder: Encoder, error: StoreError): void {
   encoder.string(error.resourceName ?? '');
   encoder.string(error.limit ?? '');
   encoder.string(error.capability ?? '');
+  encoder.string(error.reason ?? '');
 }
 
 export function decodeError(decoder: Decoder): StoreError {
@@ -85,11 +92,13 @@ export function decodeError(decoder: Decoder): StoreError {
   const name = decoder.string();
   const limit = decoder.string();
   const capability = decoder.string();
+  const reason = decoder.string();
   return new StoreError(code, message, {
     ...(resource === '' ? {} : { resource: resource as StoreResource }),
     ...(name === '' ? {} : { name }),
     ...(limit === '' ? {} : { limit: limit as keyof StoreLimits }),
     ...(capability === '' ? {} : { capability: capability as keyof StoreCapabilities }),
+    ...(reason === '' ? {} : { reason: reason as StoreFailedPrecondition }),
   });
 }
 

@@ -1,8 +1,8 @@
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
-import { StoreError } from '../errors.ts';
+import { StoreError, notACounter } from '../errors.ts';
 import type { FamilyPolicy } from '../store.ts';
 import type { Decoder, Encoder } from './codec.ts';
-import { Kind, MutationType, decodePolicyBound, encodeError } from './protocol.ts';
+import { ConditionType, Kind, MutationType, RuleType, decodePolicyBound, encodeError } from './protocol.ts';
 import { tableNotFound, toStoreError } from './sqlite-errors.ts';
 
 interface TableEntry {
@@ -28,6 +28,25 @@ type DecodedMutation =
   | { readonly type: 3; readonly family: string }
   | { readonly type: 4 };
 
+type DecodedCondition =
+  | { readonly type: 1; readonly exists: boolean }
+  | { readonly type: 2; readonly family: string; readonly exists: boolean }
+  | { readonly type: 3; readonly family: string; readonly column: Buffer; readonly exists: boolean }
+  | { readonly type: 4; readonly family: string; readonly column: Buffer; readonly value: Buffer };
+
+type DecodedRule =
+  | { readonly type: 1; readonly family: string; readonly column: Buffer; readonly amount: bigint }
+  | { readonly type: 2; readonly family: string; readonly column: Buffer; readonly value: Buffer };
+
+/** The latest live version of a column. */
+interface Latest {
+  readonly timestamp: bigint;
+  readonly value: Uint8Array;
+}
+
+/** Below every timestamp (they run from 0 to 2^63 - 1): the cutoff of a family that keeps versions of any age. */
+const NO_CUTOFF = -(2n ** 63n);
+
 const NO_RESULT = (): void => {};
 
 /**
@@ -41,6 +60,10 @@ const NO_RESULT = (): void => {};
  * expired: after a row's mutations, each column they set in a family with a policy keeps only its
  * newest maxVersions versions and none older than maxAgeSeconds.
  *
+ * Conditional mutations and read-modify-writes read the row on this connection inside the
+ * request's savepoint and write in it: nothing else writes in between, so each is atomic without
+ * a retry. What they read is the row's live versions, retention applied as reads apply it.
+ *
  * The catalog of tables and families is kept in memory: this connection is the only one that
  * changes it.
  */
@@ -48,7 +71,19 @@ export class Writer {
   readonly #db: DatabaseSync;
   readonly #catalog = new Map<string, TableEntry>();
   readonly #statements: Record<
-    'upsert' | 'deleteColumn' | 'deleteFamily' | 'deleteRow' | 'keepNewest' | 'dropOlder' | 'insertTable' | 'insertFamily' | 'deleteCells' | 'deleteFamilies' | 'deleteTable',
+    | 'upsert'
+    | 'deleteColumn'
+    | 'deleteFamily'
+    | 'deleteRow'
+    | 'keepNewest'
+    | 'dropOlder'
+    | 'insertTable'
+    | 'insertFamily'
+    | 'deleteCells'
+    | 'deleteFamilies'
+    | 'deleteTable'
+    | 'latest'
+    | 'familyLive',
     StatementSync
   >;
 
@@ -87,7 +122,14 @@ export class Writer {
       deleteCells: db.prepare('DELETE FROM cells WHERE table_id = ?'),
       deleteFamilies: db.prepare('DELETE FROM families WHERE table_id = ?'),
       deleteTable: db.prepare('DELETE FROM tables WHERE id = ?'),
+      // A column's newest version: the first the primary key (ts descending) meets.
+      latest: db.prepare(`SELECT ts, value FROM cells WHERE ${column} ORDER BY ts DESC LIMIT 1`),
+      // Whether a family has a version at or after the cutoff in the row: then the latest version
+      // of that version's column is at or after it too, so live.
+      familyLive: db.prepare(`SELECT 1 FROM cells WHERE ${cell} AND family = ? AND ts >= ? LIMIT 1`),
     };
+    // Timestamps up to 2^63 - 1 are read exactly.
+    this.#statements.latest.setReadBigInts(true);
     this.#loadCatalog();
   }
 
@@ -135,6 +177,10 @@ export class Writer {
         return NO_RESULT;
       case Kind.mutate:
         return this.#mutate(decoder);
+      case Kind.checkAndMutate:
+        return this.#checkAndMutate(decoder);
+      case Kind.readModifyWrite:
+        return this.#readModifyWrite(decoder);
       default:
         throw new Error(`unknown write request kind ${kind}`);
     }
@@ -186,9 +232,7 @@ export class Writer {
       const mutations = decodeMutations(decoder, familyNames);
       const missing = missingFamily(mutations, table);
       if (missing !== undefined) {
-        errors.push(
-          new StoreError('NOT_FOUND', `column family "${missing}" not in table ${instance}/${name}`, { resource: 'columnFamily', name: missing }),
-        );
+        errors.push(familyNotFound(instance, name, missing));
         continue;
       }
       // A request of one entry (every mutateRow) has the request's savepoint: no second one.
@@ -213,6 +257,114 @@ export class Writer {
       }
     }
     return entryResults(errors);
+  }
+
+  /**
+   * Evaluates the conditions on the row's live versions and applies the branch they choose, in
+   * this request's savepoint of the batch's transaction: nothing else writes between the two.
+   * Every family named is checked first (conditions, then mutations, then otherwise), so an
+   * unknown one fails the call before anything is written.
+   */
+  #checkAndMutate(decoder: Decoder): (encoder: Encoder) => void {
+    const instance = decoder.string();
+    const name = decoder.string();
+    const table = this.#table(instance, name);
+    const key = decoder.bytes();
+    const familyNames: string[] = [];
+    for (let count = decoder.u32(), i = 0; i < count; i++) familyNames.push(decoder.string());
+    const conditions = decodeConditions(decoder, familyNames);
+    const mutations = decodeMutations(decoder, familyNames);
+    const otherwise = decodeMutations(decoder, familyNames);
+    for (const condition of conditions) {
+      if (condition.type !== ConditionType.rowExists && !table.families.has(condition.family)) throw familyNotFound(instance, name, condition.family);
+    }
+    const missing = missingFamily(mutations, table) ?? missingFamily(otherwise, table);
+    if (missing !== undefined) throw familyNotFound(instance, name, missing);
+    const now = nowMicros();
+    const matched = conditions.every((condition) => this.#holds(table, key, condition, now));
+    const branch = matched ? mutations : otherwise;
+    if (branch.length > 0) this.#applyRow(table, key, branch);
+    return (encoder) => encoder.u8(matched ? 1 : 0);
+  }
+
+  /** Whether `condition` holds of the row's live versions at `now`. */
+  #holds(table: TableEntry, key: Uint8Array, condition: DecodedCondition, now: bigint): boolean {
+    switch (condition.type) {
+      case ConditionType.rowExists:
+        return [...table.families.keys()].some((family) => this.#familyLive(table, key, family, now)) === condition.exists;
+      case ConditionType.familyExists:
+        return this.#familyLive(table, key, condition.family, now) === condition.exists;
+      case ConditionType.columnExists:
+        return (this.#latest(table, key, condition.family, condition.column, now) !== undefined) === condition.exists;
+      case ConditionType.columnEquals: {
+        const latest = this.#latest(table, key, condition.family, condition.column, now);
+        return latest !== undefined && Buffer.compare(latest.value, condition.value) === 0;
+      }
+    }
+  }
+
+  /**
+   * Applies increments and appends in rule order, each to the column as the earlier rules left it,
+   * then writes one new version per column touched, in this request's savepoint. Everything is
+   * decided (families known, counters 8 bytes) before the first write.
+   */
+  #readModifyWrite(decoder: Decoder): (encoder: Encoder) => void {
+    const instance = decoder.string();
+    const name = decoder.string();
+    const table = this.#table(instance, name);
+    const key = decoder.bytes();
+    const rules = decodeRules(decoder);
+    for (const rule of rules) if (!table.families.has(rule.family)) throw familyNotFound(instance, name, rule.family);
+    // Milliseconds as microseconds: the store's clock at its granularity.
+    const now = nowMicros();
+    const touched = new Map<string, { readonly family: string; readonly column: Buffer; value: Buffer; readonly timestamp: bigint }>();
+    for (const rule of rules) {
+      const id = `${rule.family}\u0000${rule.column.toString('latin1')}`;
+      let cell = touched.get(id);
+      if (cell === undefined) {
+        const before = this.#latest(table, key, rule.family, rule.column, now);
+        // A missing or expired column counts from 0 and appends to nothing.
+        const value = before !== undefined ? Buffer.from(before.value) : rule.type === RuleType.increment ? counterBytes(0n) : EMPTY;
+        // Never older than the version it replaces; one at the same timestamp is replaced.
+        const timestamp = before !== undefined && before.timestamp > now ? before.timestamp : now;
+        cell = { family: rule.family, column: rule.column, value, timestamp };
+        touched.set(id, cell);
+      }
+      if (rule.type === RuleType.append) {
+        cell.value = Buffer.concat([cell.value, rule.value]);
+      } else {
+        if (cell.value.byteLength !== 8) throw notACounter(rule.family, cell.value.byteLength);
+        cell.value = counterBytes(cell.value.readBigInt64BE() + rule.amount);
+      }
+    }
+    const cells = [...touched.values()];
+    this.#applyRow(
+      table,
+      key,
+      cells.map((cell) => ({ type: MutationType.set, family: cell.family, column: cell.column, value: cell.value, timestamp: cell.timestamp })),
+    );
+    cells.sort((x, y) => (x.family === y.family ? Buffer.compare(x.column, y.column) : x.family < y.family ? -1 : 1));
+    return (encoder) => {
+      encoder.u32(cells.length);
+      for (const cell of cells) {
+        encoder.string(cell.family);
+        encoder.bytes(cell.column);
+        encoder.bytes(cell.value);
+        encoder.i64(cell.timestamp);
+      }
+    };
+  }
+
+  /** A column's latest version if it is live at `now`: one older than the family's maxAgeSeconds is not. */
+  #latest(table: TableEntry, key: Uint8Array, family: string, column: Uint8Array, now: bigint): Latest | undefined {
+    const found = this.#statements.latest.get(table.id, key, family, column) as { ts: bigint; value: Uint8Array } | undefined;
+    if (found === undefined || found.ts < cutoff(table, family, now)) return undefined;
+    return { timestamp: found.ts, value: found.value };
+  }
+
+  /** Whether the family has a live version in the row at `now`. */
+  #familyLive(table: TableEntry, key: Uint8Array, family: string, now: bigint): boolean {
+    return this.#statements.familyLive.get(table.id, key, family, cutoff(table, family, now)) !== undefined;
   }
 
   #applyRow(table: TableEntry, key: Uint8Array, mutations: readonly DecodedMutation[]): void {
@@ -246,7 +398,7 @@ export class Writer {
       }
     }
     if (touched === undefined) return;
-    const now = BigInt(Date.now()) * 1000n;
+    const now = nowMicros();
     for (const { family, column, policy } of touched.values()) {
       if (policy.maxVersions !== undefined) statements.keepNewest.run(table.id, key, family, column, policy.maxVersions - 1);
       if (policy.maxAgeSeconds !== undefined) {
@@ -283,6 +435,29 @@ export class Writer {
       });
     }
   }
+}
+
+const EMPTY = Buffer.alloc(0);
+
+function nowMicros(): bigint {
+  return BigInt(Date.now()) * 1000n;
+}
+
+/** Versions of `family` with a timestamp below this have expired at `now` (maxAgeSeconds). */
+function cutoff(table: TableEntry, family: string, now: bigint): bigint {
+  const maxAgeSeconds = table.families.get(family)?.maxAgeSeconds;
+  return maxAgeSeconds === undefined ? NO_CUTOFF : now - BigInt(maxAgeSeconds) * 1_000_000n;
+}
+
+/** A counter's 8 bytes: `value` wrapped to a 64-bit two's-complement integer, big-endian. */
+function counterBytes(value: bigint): Buffer {
+  const bytes = Buffer.alloc(8);
+  bytes.writeBigInt64BE(BigInt.asIntN(64, value));
+  return bytes;
+}
+
+function familyNotFound(instance: string, table: string, family: string): StoreError {
+  return new StoreError('NOT_FOUND', `column family "${family}" not in table ${instance}/${table}`, { resource: 'columnFamily', name: family });
 }
 
 function catalogKey(instance: string, table: string): string {
@@ -325,14 +500,19 @@ function missingFamily(mutations: readonly DecodedMutation[], table: TableEntry)
   return undefined;
 }
 
-function decodeMutations(decoder: Decoder, familyNames: readonly string[]): DecodedMutation[] {
-  const mutations: DecodedMutation[] = [];
-  const family = () => {
+/** Reads a family given by its index in the request's list of family names. */
+function familyOf(decoder: Decoder, familyNames: readonly string[]): () => string {
+  return () => {
     const index = decoder.u32();
     const name = familyNames[index];
     if (name === undefined) throw new Error(`family index ${index} out of range`);
     return name;
   };
+}
+
+function decodeMutations(decoder: Decoder, familyNames: readonly string[]): DecodedMutation[] {
+  const mutations: DecodedMutation[] = [];
+  const family = familyOf(decoder, familyNames);
   for (let count = decoder.u32(), i = 0; i < count; i++) {
     const type = decoder.u8();
     switch (type) {
@@ -359,4 +539,55 @@ function decodeMutations(decoder: Decoder, familyNames: readonly string[]): Deco
     }
   }
   return mutations;
+}
+
+function decodeConditions(decoder: Decoder, familyNames: readonly string[]): DecodedCondition[] {
+  const conditions: DecodedCondition[] = [];
+  const family = familyOf(decoder, familyNames);
+  for (let count = decoder.u32(), i = 0; i < count; i++) {
+    const type = decoder.u8();
+    switch (type) {
+      case ConditionType.rowExists:
+        conditions.push({ type, exists: decoder.u8() === 1 });
+        break;
+      case ConditionType.familyExists:
+        conditions.push({ type, family: family(), exists: decoder.u8() === 1 });
+        break;
+      case ConditionType.columnExists: {
+        const name = family();
+        const column = decoder.bytes();
+        conditions.push({ type, family: name, column, exists: decoder.u8() === 1 });
+        break;
+      }
+      case ConditionType.columnEquals: {
+        const name = family();
+        const column = decoder.bytes();
+        conditions.push({ type, family: name, column, value: decoder.bytes() });
+        break;
+      }
+      default:
+        throw new Error(`unknown condition type ${type}`);
+    }
+  }
+  return conditions;
+}
+
+function decodeRules(decoder: Decoder): DecodedRule[] {
+  const rules: DecodedRule[] = [];
+  for (let count = decoder.u32(), i = 0; i < count; i++) {
+    const type = decoder.u8();
+    const family = decoder.string();
+    const column = decoder.bytes();
+    switch (type) {
+      case RuleType.increment:
+        rules.push({ type, family, column, amount: decoder.i64() });
+        break;
+      case RuleType.append:
+        rules.push({ type, family, column, value: decoder.bytes() });
+        break;
+      default:
+        throw new Error(`unknown rule type ${type}`);
+    }
+  }
+  return rules;
 }

@@ -4,14 +4,15 @@ const MIB = 1024 * 1024;
 
 /**
  * The Redis store keeps the latest version of each column (one hash field per cell), honours
- * maxAge on write and on read, and scans its sorted-set index in either direction.
+ * maxAge on write and on read, scans its sorted-set index in either direction, and decides a
+ * conditional mutation or a read-modify-write in one Lua script on the row.
  */
 export const REDIS_CAPABILITIES: StoreCapabilities = Object.freeze({
   multipleVersions: false,
   maxAge: true,
   reverseScan: true,
-  checkAndMutate: false,
-  readModifyWrite: false,
+  checkAndMutate: true,
+  readModifyWrite: true,
   changeFeed: false,
 });
 
@@ -37,6 +38,9 @@ export const REDIS_LIMITS: StoreLimits = Object.freeze({
   versionsPerRead: 1,
   // Timestamps are stored as exact decimal microseconds.
   timestampGranularityMicros: 1,
+  // Redis sets no bound of its own on a script's work. These keep one conditional or counter
+  // script short (a condition or a rule is one field lookup; a row or family condition reads
+  // the row once), and are the bounds the other stores publish, so requests move unchanged.
   conditionsPerCheck: 16,
   rulesPerRow: 1000,
   changeRetentionSeconds: 86_400,

@@ -1,9 +1,12 @@
 import type { Logger } from 'pino';
-import { StoreError, callerGone, failing, unimplemented } from '../errors.ts';
+import { StoreError, callerGone, failing, notACounter, unimplemented } from '../errors.ts';
 import type {
   CallOptions,
+  Condition,
+  ConditionalMutations,
   DataStore,
   FamilySpec,
+  ModifyRule,
   Mutation,
   ReadSelection,
   Row,
@@ -20,8 +23,8 @@ import { REDIS_CAPABILITIES, REDIS_LIMITS } from './limits.ts';
 import { Reclaimer } from './reclaimer.ts';
 import { toStoreError } from './redis-errors.ts';
 import { Turns } from '../turns.ts';
-import { type TableFamilies, decodeRow, packMutations, tableFamilies } from './row-codec.ts';
-import { CREATE_TABLE, DELETE_TABLE, MUTATE_ROW, READ_ROWS, SCAN_ROWS } from './scripts.ts';
+import { type TableFamilies, decodeRow, packConditions, packMutations, packRules, tableFamilies } from './row-codec.ts';
+import { CHECK_AND_MUTATE_ROW, CREATE_TABLE, DELETE_TABLE, MUTATE_ROW, READ_MODIFY_WRITE_ROW, READ_ROWS, SCAN_ROWS } from './scripts.ts';
 
 export interface RedisStoreOptions {
   readonly url: string;
@@ -252,12 +255,52 @@ export class RedisStore implements DataStore {
     }
   }
 
-  checkAndMutateRow(): Promise<boolean> {
-    return Promise.reject(unimplemented('checkAndMutate'));
+  checkAndMutateRow(ref: TableRef, key: Buffer, check: ConditionalMutations, options: CallOptions): Promise<boolean> {
+    return this.#bounded(options, 'checkAndMutateRow', () =>
+      this.#withTable(ref, async (table) => {
+        const missing = missingConditionFamily(table, check.conditions) ?? missingFamily(table, check.mutations) ?? missingFamily(table, check.otherwise);
+        if (missing !== undefined) {
+          return this.#familyMissing(ref, table, (): boolean => {
+            throw familyNotFound(missing);
+          });
+        }
+        const turns = new Turns();
+        const mutations = await packMutations(check.mutations, turns);
+        const otherwise = await packMutations(check.otherwise, turns);
+        // The conditions are decided and the branch applied in one script: nothing comes between.
+        const reply = await this.#connection.run(CHECK_AND_MUTATE_ROW, this.#rowScriptKeys(table, key), [
+          ...this.#rowScriptArgs(table, key),
+          packConditions(check.conditions),
+          mutations,
+          otherwise,
+        ]);
+        return reply === -1 ? GONE : reply === 1;
+      }),
+    );
   }
 
-  readModifyWriteRow(): Promise<Row> {
-    return Promise.reject(unimplemented('readModifyWrite'));
+  readModifyWriteRow(ref: TableRef, key: Buffer, rules: readonly ModifyRule[], options: CallOptions): Promise<Row> {
+    return this.#bounded(options, 'readModifyWriteRow', () =>
+      this.#withTable(ref, async (table) => {
+        const missing = rules.find((rule) => !table.families.has(rule.family))?.family;
+        if (missing !== undefined) {
+          return this.#familyMissing(ref, table, (): Row => {
+            throw familyNotFound(missing);
+          });
+        }
+        // Read, modify and write in one script: no other write to the row comes between.
+        const reply = (await this.#connection.run(READ_MODIFY_WRITE_ROW, this.#rowScriptKeys(table, key), [...this.#rowScriptArgs(table, key), packRules(rules)])) as
+          | [1, ...Buffer[]]
+          | [0, Buffer, number]
+          | null;
+        if (reply === null) return GONE;
+        if (reply[0] === 0) throw notACounter(reply[1].toString(), reply[2]);
+        // The cells as the script stored them: each is the column's latest version, none expired.
+        const row = await decodeRow(key, reply.slice(1) as Buffer[], undefined, table.families, 0n, new Turns());
+        if (row === null) throw new StoreError('INTERNAL', 'redis readModifyWriteRow: the script answered no cell');
+        return row;
+      }),
+    );
   }
 
   readChanges(): AsyncIterable<ChangeEvent> {
@@ -284,14 +327,18 @@ export class RedisStore implements DataStore {
 
   /** Applies one row's packed mutations (their families checked): undefined when applied, or GONE. */
   async #mutate(table: TableGeneration, key: Buffer, packed: Buffer): Promise<undefined | typeof GONE> {
-    const reply = await this.#connection.run(MUTATE_ROW, [table.keys.record, table.keys.rows, rowKey(table.keys, key)], [
-      table.generation,
-      key,
-      String(Date.now() * 1000),
-      table.maxAgePolicy,
-      packed,
-    ]);
+    const reply = await this.#connection.run(MUTATE_ROW, this.#rowScriptKeys(table, key), [...this.#rowScriptArgs(table, key), packed]);
     return reply === 1 ? GONE : undefined;
+  }
+
+  /** The KEYS of every row script: the table's record, its index, the row. */
+  #rowScriptKeys(table: TableGeneration, key: Buffer): [Buffer | string, Buffer | string, Buffer | string] {
+    return [table.keys.record, table.keys.rows, rowKey(table.keys, key)];
+  }
+
+  /** The first ARGV of every row script: generation, row key, this process's clock (µs), the maxAge policy. */
+  #rowScriptArgs(table: TableGeneration, key: Buffer): [string, Buffer, string, string] {
+    return [table.generation, key, String(Date.now() * 1000), table.maxAgePolicy];
   }
 
   /**
@@ -412,6 +459,14 @@ function generationOf(ref: TableRef, record: TableRecord): TableGeneration {
 function missingFamily(table: TableGeneration, mutations: readonly Mutation[]): string | undefined {
   for (const mutation of mutations) {
     if (mutation.type !== 'deleteRow' && !table.families.has(mutation.family)) return mutation.family;
+  }
+  return undefined;
+}
+
+/** The first family, in condition order, that the table lacks. */
+function missingConditionFamily(table: TableGeneration, conditions: readonly Condition[]): string | undefined {
+  for (const condition of conditions) {
+    if (condition.type !== 'rowExists' && !table.families.has(condition.family)) return condition.family;
   }
   return undefined;
 }

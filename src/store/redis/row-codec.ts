@@ -1,4 +1,4 @@
-import type { Cell, ColumnSelector, Mutation, Row } from '../store.ts';
+import type { Cell, ColumnSelector, Condition, ModifyRule, Mutation, Row } from '../store.ts';
 import { sortInSlices } from './sort-in-slices.ts';
 import type { Turns } from '../turns.ts';
 
@@ -69,6 +69,65 @@ export async function packMutations(mutations: readonly Mutation[], turns: Turns
 const NONE = Buffer.alloc(0);
 /** The op letters of PACKED_MUTATION: s, c, f, r. */
 const OPS = { set: 0x73, deleteColumn: 0x63, deleteFamily: 0x66, deleteRow: 0x72 } as const;
+
+/**
+ * The struct.unpack format of one condition in the checkAndMutateRow script's packed argument:
+ * op ("r" rowExists, "f" familyExists, "c" columnExists, "e" columnEquals), "1" or "0" for
+ * `exists` ("1" for columnEquals), then family, column and value, each preceded by its length
+ * (big endian) and empty where a condition has no such part.
+ */
+export const PACKED_CONDITION = '>c1 c1 I2c0 I4c0 I4c0';
+
+/** The checkAndMutateRow script's conditions argument (PACKED_CONDITION). */
+export function packConditions(conditions: readonly Condition[]): Buffer {
+  return Buffer.concat(
+    conditions.map((condition) => {
+      const family = condition.type === 'rowExists' ? NONE : Buffer.from(condition.family);
+      const column = condition.type === 'columnExists' || condition.type === 'columnEquals' ? condition.column : NONE;
+      const value = condition.type === 'columnEquals' ? condition.value : NONE;
+      const exists = condition.type === 'columnEquals' || condition.exists;
+      return packParts([Buffer.from([CONDITION_OPS[condition.type], exists ? 0x31 : 0x30])], [family, 2], [column, 4], [value, 4]);
+    }),
+  );
+}
+
+/** The op letters of PACKED_CONDITION: r, f, c, e. */
+const CONDITION_OPS = { rowExists: 0x72, familyExists: 0x66, columnExists: 0x63, columnEquals: 0x65 } as const;
+
+/**
+ * The struct.unpack format of one rule in the readModifyWriteRow script's packed argument: op
+ * ("i" increment, "a" append), then family, column and operand, each preceded by its length (big
+ * endian). The operand of an increment is its amount as 8 bytes, two's complement, big endian:
+ * the script adds it to the counter's bytes.
+ */
+export const PACKED_RULE = '>c1 I2c0 I4c0 I4c0';
+
+/** The readModifyWriteRow script's rules argument (PACKED_RULE). */
+export function packRules(rules: readonly ModifyRule[]): Buffer {
+  return Buffer.concat(
+    rules.map((rule) => {
+      let operand: Buffer;
+      if (rule.type === 'append') {
+        operand = rule.value;
+      } else {
+        operand = Buffer.alloc(8);
+        operand.writeBigInt64BE(BigInt.asIntN(64, rule.amount));
+      }
+      return packParts([Buffer.from([rule.type === 'increment' ? 0x69 : 0x61])], [Buffer.from(rule.family), 2], [rule.column, 4], [operand, 4]);
+    }),
+  );
+}
+
+/** A fixed head, then each part preceded by its length in the given number of bytes (big endian). */
+function packParts(head: readonly Buffer[], ...parts: ReadonlyArray<readonly [Buffer, number]>): Buffer {
+  const pieces = [...head];
+  for (const [bytes, lengthBytes] of parts) {
+    const length = Buffer.alloc(lengthBytes);
+    length.writeUIntBE(bytes.length, 0, lengthBytes);
+    pieces.push(length, bytes);
+  }
+  return Buffer.concat(pieces);
+}
 
 /** A family of the table as decodeRow needs it. */
 export interface FamilyOrder {

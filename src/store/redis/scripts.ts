@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { PACKED_MUTATION } from './row-codec.ts';
+import { PACKED_CONDITION, PACKED_MUTATION, PACKED_RULE } from './row-codec.ts';
 
 /**
  * The Lua scripts of the Redis store. Each runs atomically in Redis and touches the keys of one
@@ -127,23 +127,13 @@ redis.call('SET', KEYS[1], 'complete ' .. ARGV[1])
 return 1`,
 );
 
-/**
- * mutateRow: KEYS the table's record, rows (the index), row; ARGV generation, row key, the
- * caller's clock in microseconds (retention is judged by the clock that assigns timestamps), the
- * maxAge of the families that have one ("<family> <seconds> …", empty when none), then the
- * mutations packed in one string (packMutations in row-codec.ts): op ("s" set, "c"
- * deleteColumn, "f" deleteFamily, "r" deleteRow), family, column, timestamp, value.
- * Returns 1 when the generation is no longer the table's (nothing written), 0 when applied. The
- * caller has checked the families against the generation's (they never change): the record,
- * checked here, says the generation is still the table's.
- *
- * A set never replaces a value with a newer timestamp (the store keeps the latest version only),
- * and one already past its family's maxAge is not written. After the mutations, cells past their
- * family's maxAge are removed from the row; an empty row is deleted and leaves the index.
- */
-export const MUTATE_ROW = script(
-  'mutateRow',
-  `if redis.call('HGET', KEYS[1], 'generation') ~= ARGV[1] then return 1 end
+// The row scripts (mutateRow, checkAndMutateRow, readModifyWriteRow) share their first four
+// arguments and these pieces, so that a row is written, and retention judged, the same way by
+// each: KEYS the table's record, rows (the index), row; ARGV generation, row key, the caller's
+// clock in microseconds (retention is judged by the clock that assigns timestamps), the maxAge of
+// the families that have one ("<family> <seconds> …", empty when none).
+const ROW_PREAMBLE = `if redis.call('HGET', KEYS[1], 'generation') ~= ARGV[1] then return GONE end
+local row = KEYS[3]
 local nowMicros = tonumber(ARGV[3])
 local maxAge, pruning = {}, ARGV[4] ~= ''
 if pruning then
@@ -161,43 +151,198 @@ local function later(a, b)
   if a == b then return false end
   return (a > b) ~= aNegative
 end
-local row, mutations, at = KEYS[3], ARGV[5], 1
-while at <= #mutations do
-  local op, family, column, ts, value
-  op, family, column, ts, value, at = struct.unpack('${PACKED_MUTATION}', mutations, at)
-  if op == 's' then
-    if not expired(family, ts) then
-      local field = family .. ':' .. column
-      local current = redis.call('HGET', row, field)
-      if not current or not later(string.sub(current, 1, string.find(current, ':', 1, true) - 1), ts) then
-        redis.call('HSET', row, field, ts .. ':' .. value)
+-- A field is "<family>:<column>", a stored cell "<timestamp>:<value>": the first colon ends each.
+local function familyOf(field)
+  return string.sub(field, 1, string.find(field, ':', 1, true) - 1)
+end
+local function splitCell(stored)
+  local colon = string.find(stored, ':', 1, true)
+  return string.sub(stored, 1, colon - 1), string.sub(stored, colon + 1)
+end
+-- The column's latest live version (timestamp, value), or nothing when it has none.
+local function liveCell(family, column)
+  local stored = redis.call('HGET', row, family .. ':' .. column)
+  if not stored then return nil end
+  local ts, value = splitCell(stored)
+  if expired(family, ts) then return nil end
+  return ts, value
+end
+local function applyMutations(mutations)
+  local at = 1
+  while at <= #mutations do
+    local op, family, column, ts, value
+    op, family, column, ts, value, at = struct.unpack('${PACKED_MUTATION}', mutations, at)
+    if op == 's' then
+      if not expired(family, ts) then
+        local field = family .. ':' .. column
+        local current = redis.call('HGET', row, field)
+        if not current or not later(string.sub(current, 1, string.find(current, ':', 1, true) - 1), ts) then
+          redis.call('HSET', row, field, ts .. ':' .. value)
+        end
       end
+    elseif op == 'c' then
+      redis.call('HDEL', row, family .. ':' .. column)
+    elseif op == 'f' then
+      local prefix = family .. ':'
+      for _, field in ipairs(redis.call('HKEYS', row)) do
+        if string.sub(field, 1, #prefix) == prefix then redis.call('HDEL', row, field) end
+      end
+    else
+      redis.call('DEL', row)
     end
-  elseif op == 'c' then
-    redis.call('HDEL', row, family .. ':' .. column)
-  elseif op == 'f' then
-    local prefix = family .. ':'
-    for _, field in ipairs(redis.call('HKEYS', row)) do
-      if string.sub(field, 1, #prefix) == prefix then redis.call('HDEL', row, field) end
+  end
+end
+-- After a write: cells past their family's maxAge leave the row; an empty row is deleted and
+-- leaves the index.
+local function finishRow()
+  if pruning then
+    local cells = redis.call('HGETALL', row)
+    for i = 1, #cells, 2 do
+      local field, value = cells[i], cells[i + 1]
+      if expired(familyOf(field), splitCell(value)) then redis.call('HDEL', row, field) end
     end
+  end
+  if redis.call('EXISTS', row) == 1 then
+    redis.call('ZADD', KEYS[2], 0, ARGV[2])
   else
-    redis.call('DEL', row)
+    redis.call('ZREM', KEYS[2], ARGV[2])
   end
 end
-if pruning then
-  local cells = redis.call('HGETALL', row)
-  for i = 1, #cells, 2 do
-    local field, value = cells[i], cells[i + 1]
-    local family = string.sub(field, 1, string.find(field, ':', 1, true) - 1)
-    if expired(family, string.sub(value, 1, string.find(value, ':', 1, true) - 1)) then redis.call('HDEL', row, field) end
-  end
-end
-if redis.call('EXISTS', row) == 1 then
-  redis.call('ZADD', KEYS[2], 0, ARGV[2])
-else
-  redis.call('ZREM', KEYS[2], ARGV[2])
-end
+`;
+
+/** A row script: its own source after ROW_PREAMBLE, which answers `gone` when the generation is no longer the table's. */
+function rowScript(name: string, gone: string, source: string): Script {
+  return script(name, `local GONE = ${gone}\n${ROW_PREAMBLE}${source}`);
+}
+
+/**
+ * mutateRow: KEYS and ARGV 1-4 as every row script's (ROW_PREAMBLE), then the mutations packed
+ * in one string (packMutations in row-codec.ts): op ("s" set, "c" deleteColumn, "f"
+ * deleteFamily, "r" deleteRow), family, column, timestamp, value.
+ * Returns 1 when the generation is no longer the table's (nothing written), 0 when applied. The
+ * caller has checked the families against the generation's (they never change): the record,
+ * checked here, says the generation is still the table's.
+ *
+ * A set never replaces a value with a newer timestamp (the store keeps the latest version only),
+ * and one already past its family's maxAge is not written. After the mutations, cells past their
+ * family's maxAge are removed from the row; an empty row is deleted and leaves the index.
+ */
+export const MUTATE_ROW = rowScript(
+  'mutateRow',
+  '1',
+  `applyMutations(ARGV[5])
+finishRow()
 return 0`,
+);
+
+/**
+ * checkAndMutateRow: KEYS and ARGV 1-4 as every row script's (ROW_PREAMBLE), then the conditions
+ * packed in one string (packConditions in row-codec.ts: op "r" rowExists, "f" familyExists, "c"
+ * columnExists, "e" columnEquals; "1" or "0" for exists; family, column, value), the mutations
+ * to apply when they all hold and those to apply otherwise (each as mutateRow's).
+ * Returns -1 when the generation is no longer the table's (nothing written), 1 when the
+ * conditions held, 0 when not; the branch taken is applied as mutateRow applies its mutations.
+ *
+ * A condition sees live cells only: a cell past its family's maxAge does not exist for it, even
+ * while it is still in the hash. The caller has checked every family named against the
+ * generation's.
+ */
+export const CHECK_AND_MUTATE_ROW = rowScript(
+  'checkAndMutateRow',
+  '-1',
+  `-- The row's fields and cells, read once, and only for a row or family condition.
+local cells
+local function anyLiveCell(prefix)
+  if not pruning and prefix == '' then return redis.call('EXISTS', row) == 1 end
+  cells = cells or redis.call('HGETALL', row)
+  for i = 1, #cells, 2 do
+    local field = cells[i]
+    if string.sub(field, 1, #prefix) == prefix and not expired(familyOf(field), splitCell(cells[i + 1])) then return true end
+  end
+  return false
+end
+local function holds(op, exists, family, column, value)
+  if op == 'r' then return anyLiveCell('') == exists end
+  if op == 'f' then return anyLiveCell(family .. ':') == exists end
+  local _, current = liveCell(family, column)
+  if op == 'c' then return (current ~= nil) == exists end
+  return current == value
+end
+local conditions, at, matched = ARGV[5], 1, true
+while matched and at <= #conditions do
+  local op, flag, family, column, value
+  op, flag, family, column, value, at = struct.unpack('${PACKED_CONDITION}', conditions, at)
+  matched = holds(op, flag == '1', family, column, value)
+end
+local mutations = matched and ARGV[6] or ARGV[7]
+if mutations ~= '' then
+  applyMutations(mutations)
+  finishRow()
+end
+if matched then return 1 end
+return 0`,
+);
+
+/**
+ * readModifyWriteRow: KEYS and ARGV 1-4 as every row script's (ROW_PREAMBLE), then the rules
+ * packed in one string (packRules in row-codec.ts): op ("i" increment, "a" append), family,
+ * column, operand (the amount as 8 big-endian bytes, or the bytes to append).
+ * Returns nil when the generation is no longer the table's (nothing written); {0, family,
+ * bytes} when an increment met a value that is not 8 bytes (nothing written); otherwise {1,
+ * field, stored cell, field, stored cell…}, each column touched once, as it now is.
+ *
+ * Each rule reads the column's latest live version as the earlier rules left it (an expired one
+ * counts as none). Every rule is decided before anything is written. Each column touched gets
+ * one new version at the caller's clock, or at the replaced version's timestamp when that is
+ * later. Counters are added as 8 bytes, one byte at a time with its carry, so the sum wraps
+ * modulo 2^64 exactly as two's-complement int64 does (Lua 5.1 numbers are doubles).
+ */
+export const READ_MODIFY_WRITE_ROW = rowScript(
+  'readModifyWriteRow',
+  'false',
+  `local function add64(a, b)
+  local sum, carry = {}, 0
+  for i = 8, 1, -1 do
+    local byte = string.byte(a, i) + string.byte(b, i) + carry
+    sum[i] = byte % 256
+    carry = math.floor(byte / 256)
+  end
+  return string.char(unpack(sum, 1, 8))
+end
+local ZERO = string.rep('\\0', 8)
+local touched, order = {}, {}
+local rules, at = ARGV[5], 1
+while at <= #rules do
+  local op, family, column, operand
+  op, family, column, operand, at = struct.unpack('${PACKED_RULE}', rules, at)
+  local field = family .. ':' .. column
+  local before = touched[field]
+  local ts, value
+  if before then
+    ts, value = before[1], before[2]
+  else
+    ts, value = liveCell(family, column)
+    order[#order + 1] = field
+  end
+  if op == 'a' then
+    value = (value or '') .. operand
+  else
+    value = value or ZERO
+    if #value ~= 8 then return {0, family, #value} end
+    value = add64(value, operand)
+  end
+  if not ts or later(ARGV[3], ts) then ts = ARGV[3] end
+  touched[field] = {ts, value}
+end
+local out = {1}
+for _, field in ipairs(order) do
+  local stored = touched[field][1] .. ':' .. touched[field][2]
+  redis.call('HSET', row, field, stored)
+  out[#out + 1] = field
+  out[#out + 1] = stored
+end
+finishRow()
+return out`,
 );
 
 /**

@@ -65,6 +65,20 @@ describe('EmbeddedStore', () => {
     expect(cells?.[2]?.value.toString()).to.equal('after');
   });
 
+  it('decides equals on a tall value and appends a tall value, each copied into its message a piece at a time', async () => {
+    const value = Buffer.from(Array.from({ length: 2 * COPY_PIECE_BYTES + 1 }, (_, index) => index % 251));
+    const key = Buffer.from('tall');
+    await writeRow(key, [{ type: 'set', family: 'cf', column: Buffer.from('q'), value, timestampMicros: 1_000n }], later());
+    const equals = (bytes: Buffer) => ({ type: 'columnEquals' as const, family: 'cf', column: Buffer.from('q'), value: bytes });
+    const differing = Buffer.from(value);
+    differing[COPY_PIECE_BYTES + 7] = 255;
+    expect(await store.checkAndMutateRow(ref, key, { conditions: [equals(differing)], mutations: [cell('cf', 'x')], otherwise: [] }, later())).to.equal(false);
+    expect(await store.checkAndMutateRow(ref, key, { conditions: [equals(value)], mutations: [], otherwise: [cell('cf', 'x')] }, later())).to.equal(true);
+    const [appended] = (await store.readModifyWriteRow(ref, key, [{ type: 'append', family: 'cf', column: Buffer.from('q'), value }], later())).cells;
+    expect(appended?.value.equals(Buffer.concat([value, value]))).to.equal(true);
+    expect((await readRow(key, later()))?.[0]?.value.equals(Buffer.concat([value, value]))).to.equal(true);
+  });
+
   it('skips a write whose deadline passed before its turn, with DEADLINE_EXCEEDED', async () => {
     const error = await rejection(writeRow(Buffer.from('late'), [cell('cf', 'x')], { deadline: Date.now() - 1 }));
     expect(isStoreError(error, 'DEADLINE_EXCEEDED')).to.equal(true);

@@ -97,6 +97,22 @@ describe('embedded store: retention on disk', () => {
     expect(scanned).to.deep.equal([]);
   });
 
+  it('neither checks nor increments a version expired but still on disk, and the increment removes it', async () => {
+    const written = nowMicros() - 200_000n;
+    const timestamp = written - (written % 1000n);
+    const counter = Buffer.alloc(8);
+    counter.writeBigInt64BE(100n);
+    await store.mutateRow(ref, Buffer.from('r'), [{ type: 'set', family: 'young', column: Buffer.from('c'), value: counter, timestampMicros: timestamp }], options());
+    await sleep(Number((timestamp + 2_300_000n - nowMicros()) / 1000n));
+    expect(onDisk('young')).to.equal(1);
+    const check = { conditions: [{ type: 'columnExists' as const, family: 'young', column: Buffer.from('c'), exists: true }], mutations: [set('all', 'seen', timestamp)], otherwise: [set('all', 'gone', timestamp)] };
+    expect(await store.checkAndMutateRow(ref, Buffer.from('r'), check, options())).to.equal(false);
+    const [cell] = (await store.readModifyWriteRow(ref, Buffer.from('r'), [{ type: 'increment', family: 'young', column: Buffer.from('c'), amount: 1n }], options())).cells;
+    expect(cell?.value.readBigInt64BE()).to.equal(1n);
+    expect(onDisk('young')).to.equal(1);
+    expect((disk.prepare("SELECT hex(value) AS v FROM cells WHERE family = 'young'").get() as { v: string }).v).to.equal('0000000000000001');
+  });
+
   it('keeps every version of a family without a policy', async () => {
     for (let version = 1n; version <= 5n; version++) {
       await store.mutateRow(ref, Buffer.from('r'), [set('all', `v${version}`, version * 1000n)], options());

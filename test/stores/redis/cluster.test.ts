@@ -73,6 +73,28 @@ describe('redis store on a Redis Cluster (3 primaries)', () => {
     expect(homes.size, 'primaries holding tables').to.be.above(1);
   });
 
+  it('decides conditions and counts each table on its own node', async function () {
+    this.timeout(60_000);
+    const counted = Array.from({ length: 6 }, (_, i) => ({ instance: i % 2 === 0 ? 'even' : 'odd', table: `counted${i}` }));
+    const homes = new Set<number>();
+    for (const ref of counted) {
+      await store.createTable(ref, [{ name: 'cf' }], call());
+      const claims = await Promise.all(
+        Array.from({ length: 10 }, (_, i) =>
+          store.checkAndMutateRow(ref, b('lock'), { conditions: [{ type: 'rowExists', exists: false }], mutations: [set('cf', 'owner', `c${i}`)], otherwise: [] }, call()),
+        ),
+      );
+      expect(claims.filter(Boolean), `winners in ${ref.table}`).to.have.length(1);
+      await Promise.all(Array.from({ length: 10 }, () => store.readModifyWriteRow(ref, b('n'), [{ type: 'increment', family: 'cf', column: b('hits'), amount: 1n }], call())));
+      const home = await owner(`kvcrud:{${ref.instance}/${ref.table}}:table`);
+      const stored = Buffer.from(await redisCli(home, ['--raw', 'HGET', `kvcrud:{${ref.instance}/${ref.table}}:${await generation(ref)}:r:n`, 'cf:hits']), 'latin1');
+      // "<timestamp>:" then the counter's 8 bytes, then redis-cli's newline.
+      expect(stored.subarray(stored.length - 9, stored.length - 1).readBigInt64BE(), `hits in ${ref.table}`).to.equal(10n);
+      homes.add(home);
+    }
+    expect(homes.size, 'primaries holding counted tables').to.be.above(1);
+  });
+
   it('refuses a missing family atomically, and deletes a table with its rows reclaimed on its own node', async function () {
     this.timeout(30_000);
     const ref = { instance: 'odd', table: 'gone' };
