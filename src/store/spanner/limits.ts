@@ -7,8 +7,9 @@ export const SPANNER_CAPABILITIES: StoreCapabilities = Object.freeze({
   multipleVersions: true,
   maxAge: true,
   reverseScan: true,
-  checkAndMutate: false,
-  readModifyWrite: false,
+  // Both in one read-write transaction each (spanner-store.ts).
+  checkAndMutate: true,
+  readModifyWrite: true,
 });
 
 /**
