@@ -464,6 +464,12 @@ export class SpannerStore implements DataStore {
           }
         }
         const cells = applyRules(rules, before, nowMicros);
+        const long = cells.find((cell) => cell.value.length > SPANNER_LIMITS.valueBytes);
+        if (long !== undefined) {
+          throw new StoreError('INVALID_ARGUMENT', `spanner: the append makes a ${long.value.length}-byte value in family ${long.family}; a value is at most ${SPANNER_LIMITS.valueBytes} bytes`, {
+            limit: 'valueBytes',
+          });
+        }
         const mutations: Mutation[] = cells.map((cell) => ({ type: 'set', family: cell.family, column: cell.column, value: cell.value, timestampMicros: cell.timestampMicros }));
         await this.#commitMutations(database, transaction, table, [{ key, mutations }], options, slices, stored);
         return { key, cells };

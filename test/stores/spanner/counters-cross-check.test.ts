@@ -110,6 +110,22 @@ describe('spanner: counters and conditions, cross-checked with Spanner SQL', fun
     expect((await column('stale', 'n', 'conflict')).map((cell) => cell.value.toString())).to.deep.equal(['1']);
   });
 
+  it('refuses an append that would make a value longer than Spanner holds, writing nothing', async () => {
+    const limit = store.limits.valueBytes;
+    const at = BigInt(Date.now()) * 1000n;
+    await store.mutateRow(ref, Buffer.from('long'), [{ type: 'set', family: 'hour', column: Buffer.from('log'), value: Buffer.alloc(limit, 0x61), timestampMicros: at }], call());
+    const refused = await store
+      .readModifyWriteRow(ref, Buffer.from('long'), [increment('n', 'n', 1n), { type: 'append', family: 'hour', column: Buffer.from('log'), value: Buffer.from('b') }], call())
+      .then(
+        () => undefined,
+        (error: unknown) => error as { code?: string; limit?: string },
+      );
+    expect({ code: refused?.code, limit: refused?.limit }).to.deep.equal({ code: 'INVALID_ARGUMENT', limit: 'valueBytes' });
+    const [length] = await sql<{ n: { value: string } }>('SELECT LENGTH(value) AS n FROM kvcrud_cells WHERE table_id = @table AND row_key = @key', { table: tableId, key: Buffer.from('long') });
+    expect(length?.n.value).to.equal(String(limit));
+    expect(await column('long', 'n', 'n')).to.deep.equal([]);
+  });
+
   it('sums increments racing from two stores exactly', async () => {
     const calls = 20;
     await Promise.all(Array.from({ length: calls }, (_, i) => (stores[i % 2] as DataStore).readModifyWriteRow(ref, Buffer.from('hot'), [increment('n', 'hits', 1n)], call())));
