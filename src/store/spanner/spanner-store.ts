@@ -26,7 +26,7 @@ import { tolerateSpannerClientRejections } from './client-rejections.ts';
 import { Turns } from '../turns.ts';
 import { SPANNER_CAPABILITIES, SPANNER_LIMITS } from './limits.ts';
 import { type CellRow, RowAssembler, selectedFamilies } from './row-reads.ts';
-import { type StoredVersion, applyRules, checkFamilies, columnKey, columnsToCompare, conditionRanges, conditionsHold, isLive, liveColumns, ruleColumns } from './row-checks.ts';
+import { type StoredVersion, applyRules, checkFamilies, columnKey, columnsToCompare, conditionRanges, conditionReadLimit, conditionsHold, isLive, liveColumns, ruleColumns } from './row-checks.ts';
 import { columnId, columnsToRead, planWrites } from './row-writes.ts';
 import { ensureSchema } from './schema.ts';
 import { readVersions } from './stored-versions.ts';
@@ -397,6 +397,7 @@ export class SpannerStore implements DataStore {
         const [versions] = await transaction.read('kvcrud_cells', {
           ranges: conditionRanges(table.tableId, key, check.conditions),
           columns: ['family', 'col_hash', 'ts'],
+          limit: conditionReadLimit(check.conditions, table.policies),
           ...READ_JSON,
           gaxOptions: gaxOptions(options),
         });
