@@ -110,6 +110,21 @@ describe('spanner: counters and conditions, cross-checked with Spanner SQL', fun
     expect((await column('stale', 'n', 'conflict')).map((cell) => cell.value.toString())).to.deep.equal(['1']);
   });
 
+  it('counts from 0 where the latest version SQL wrote has expired by age, even a value that is not 8 bytes', async () => {
+    const old = (BigInt(Date.now()) * 1000n - 2n * HOUR_MICROS).toString();
+    await sqlWrite(
+      `INSERT INTO kvcrud_cells (table_id, row_key, family, col_hash, col, ts, value) VALUES
+         (@table, b'expired', 'hour', SHA256(b'n'), b'n', CAST(@old AS INT64), FROM_HEX('0000000000000064')),
+         (@table, b'expired', 'hour', SHA256(b'text'), b'text', CAST(@old AS INT64), b'not a counter')`,
+      { old },
+    );
+    const row = await store.readModifyWriteRow(ref, Buffer.from('expired'), [increment('hour', 'n', 1n), increment('hour', 'text', 1n)], call());
+    expect(row.cells.map((cell) => cell.value.toString('hex'))).to.deep.equal(['0000000000000001', '0000000000000001']);
+    // The write trimmed the expired versions the family no longer keeps.
+    expect((await column('expired', 'hour', 'n')).map((cell) => cell.hex)).to.deep.equal(['0000000000000001']);
+    expect((await column('expired', 'hour', 'text')).map((cell) => cell.hex)).to.deep.equal(['0000000000000001']);
+  });
+
   it('refuses an append that would make a value longer than Spanner holds, writing nothing', async () => {
     const limit = store.limits.valueBytes;
     const at = BigInt(Date.now()) * 1000n;
