@@ -50,20 +50,23 @@ export function conditionRanges(tableId: string, key: Buffer, conditions: readon
 }
 
 /**
- * How many cells of the condition ranges decide the conditions: 1 when they are all about whether
- * the row, or one family, has a cell, and no family they cover expires versions by age (then any
- * cell is a live one: a column's newest version is always kept); else all of them (0, no limit).
- * So a create-if-absent check reads one cell of a row, however wide.
+ * How many cells of the condition ranges decide the conditions: 1 when they are all on whether the
+ * row has a cell, or all on whether one same family has one, and no family that covers expires
+ * versions by age (then any cell is a live one: a column's newest version is always kept); else
+ * all of them (0, no limit). So a create-if-absent check reads one cell of a row, however wide.
+ * (A mix is read whole: the first cell of a row says nothing of another family.)
  */
 export function conditionReadLimit(conditions: readonly Condition[], policies: ReadonlyMap<string, FamilyPolicy>): number {
-  const covered = new Set<string>();
-  for (const condition of conditions) {
-    if (condition.type === 'rowExists') for (const family of policies.keys()) covered.add(family);
-    else if (condition.type === 'familyExists') covered.add(condition.family);
-    else return 0;
+  let covered: string[];
+  if (conditions.every((condition) => condition.type === 'rowExists')) {
+    covered = [...policies.keys()];
+  } else {
+    const families = new Set(conditions.map((condition) => (condition.type === 'familyExists' ? condition.family : undefined)));
+    const [family] = families;
+    if (families.size !== 1 || family === undefined) return 0;
+    covered = [family];
   }
-  const oneRange = conditions.some((condition) => condition.type === 'rowExists') || covered.size === 1;
-  return oneRange && [...covered].every((family) => policies.get(family)?.maxAgeSeconds === undefined) ? 1 : 0;
+  return covered.every((family) => policies.get(family)?.maxAgeSeconds === undefined) ? 1 : 0;
 }
 
 /** A stored version as a read of (family, col_hash, ts) returns it, in key order. */
