@@ -4,9 +4,9 @@ import { HttpMethodEnum, koaBody } from 'koa-body';
 import { ApiError } from '../../service/errors.ts';
 import { nextTurn } from '../../service/slices.ts';
 import type { AppState } from '../app-state.ts';
-import { type BodyBudget, COUNTED_BODY_BYTES } from '../body-budget.ts';
-import { parseInPieces } from '../json-pieces.ts';
-import { shorten } from '../quoted.ts';
+import { type BodyBudget, COUNTED_BODY_BYTES } from '../admission/body-budget.ts';
+import { parseInPieces } from '../json/json-pieces.ts';
+import { shorten } from '../json/quoted.ts';
 
 const JSON_TYPES = ['application/json', '+json'];
 

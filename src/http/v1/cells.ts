@@ -1,8 +1,8 @@
 import { isUtf8 } from 'node:buffer';
 import { formatTimestamp } from '../../service/timestamps.ts';
 import type { Cell } from '../../store/store.ts';
-import { type JsonText, base64Value, markedFor, utf8Value } from '../json-answer.ts';
-import type { TextEncoding } from '../tall-text.ts';
+import { type JsonText, base64Value, markedFor, utf8Value } from '../json/json-answer.ts';
+import type { TextEncoding } from '../json/tall-text.ts';
 
 /**
  * The API's cell shape. Column names and values are UTF-8 text, or, when `encoding` is "base64",

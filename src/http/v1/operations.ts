@@ -8,7 +8,7 @@ import { isLarge, mapInSlices, nextTurn } from '../../service/slices.ts';
 import { shorten } from '../../service/text.ts';
 import type { AppState } from '../app-state.ts';
 import { authorize } from '../middleware/authorize.ts';
-import { tallTextBytes } from '../tall-text.ts';
+import { tallTextBytes } from '../json/tall-text.ts';
 import { type Operation, type Services, defineOperation } from '../operations/operation.ts';
 import { cellBytes, cellEncoding, toCellOutput } from './cells.ts';
 import * as schemas from './schemas.ts';

@@ -1,7 +1,7 @@
 import { isUtf8 } from 'node:buffer';
 import type { Cell, ColumnSelector, Row } from '../../store/store.ts';
 import { formatTimestamp } from '../../service/timestamps.ts';
-import { JsonText, base64Value, markHoldsJsonText, markedFor, utf8Value } from '../json-answer.ts';
+import { JsonText, base64Value, markHoldsJsonText, markedFor, utf8Value } from '../json/json-answer.ts';
 
 /**
  * How v2 carries bytes (keys, columns, values) in JSON and URLs.

@@ -3,7 +3,7 @@ import type { MutationFields, MutationInput } from '../../service/rows.ts';
 import { forEachInSlices } from '../../service/slices.ts';
 import { parseTimestamp } from '../../service/timestamps.ts';
 import type { FamilySpec } from '../../store/store.ts';
-import { type TextEncoding, tallTextBytes } from '../tall-text.ts';
+import { type TextEncoding, tallTextBytes } from '../json/tall-text.ts';
 import { bodyBytes } from './bytes.ts';
 import type { CellBody, FamilyBody, MutationBody } from './schemas.ts';
 

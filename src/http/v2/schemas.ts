@@ -9,7 +9,7 @@ import { ERROR_CODES } from '../../service/errors.ts';
 import { CAPABILITY_DESCRIPTIONS, LIMIT_DESCRIPTIONS, SERVICE_LIMITS } from '../../service/limits.ts';
 import { MAX_PAGE_TOKEN_CHARS } from '../../service/page-tokens.ts';
 import { parseTimestamp } from '../../service/timestamps.ts';
-import { BASE64, carriesRowKeys, columnFamily, tableName } from '../schemas.ts';
+import { BASE64, carriesRowKeys, columnFamily, tableName } from '../validation/schemas.ts';
 import { BASE64URL } from './bytes.ts';
 
 /** Largest count the schemas take for sizes and counts: past every store's limit, within safe integers. */

@@ -1,9 +1,9 @@
 import type { ServerResponse } from 'node:http';
 import type { Middleware } from 'koa';
-import type { AnswerBudget, AnswerHold } from '../service/answer-budget.ts';
-import { ApiError } from '../service/errors.ts';
-import type { AppState } from './app-state.ts';
-import type { Operation } from './operations/operation.ts';
+import type { AnswerBudget, AnswerHold } from '../../service/answer-budget.ts';
+import { ApiError } from '../../service/errors.ts';
+import type { AppState } from '../app-state.ts';
+import type { Operation } from '../operations/operation.ts';
 import { whenClosed } from './response-closed.ts';
 
 /**

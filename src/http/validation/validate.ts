@@ -1,8 +1,8 @@
 import Joi from 'joi';
-import { ApiError, type FieldError } from '../service/errors.ts';
-import { Turns } from '../store/turns.ts';
+import { ApiError, type FieldError } from '../../service/errors.ts';
+import { Turns } from '../../store/turns.ts';
 import { precheckOf } from './precheck.ts';
-import { shorten } from './quoted.ts';
+import { shorten } from '../json/quoted.ts';
 
 /** Most problems a VALIDATION_FAILED answer lists; `errorCount` says how many there were in all. */
 export const MAX_REPORTED_ERRORS = 20;
