@@ -13,7 +13,7 @@ import { type ScanPage, readPage, rowBytes } from './scan-pages.ts';
 import { apiErrorOf } from './store-errors.ts';
 import type { StoreDirectory } from './stores.ts';
 import type { TableTarget } from './tables.ts';
-import { nextTurn } from './slices.ts';
+import { nextTurn } from '../lib/slices.ts';
 import { WriteClock } from './timestamps.ts';
 
 export type { MutationFields, MutationInput, ScanPage };

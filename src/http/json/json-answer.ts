@@ -1,7 +1,7 @@
 import { isUtf8 } from 'node:buffer';
 import { Readable } from 'node:stream';
 import type { Context } from 'koa';
-import { Turns } from '../../store/turns.ts';
+import { Turns } from '../../lib/turns.ts';
 
 /** Arrays of at most this many items are rendered in one go: the answer is small whatever it holds. */
 const ONE_GO_ITEMS = 32;

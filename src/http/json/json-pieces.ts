@@ -8,7 +8,7 @@
  * it would have, with the same error. The value is the one `parse` gives for the whole text: key
  * order, repeated keys (the last wins, in the place of the first) and numbers are JSON.parse's.
  */
-import { Turns } from '../../store/turns.ts';
+import { Turns } from '../../lib/turns.ts';
 
 /**
  * Characters parsed in one piece, at least: well under a millisecond of JSON.parse. A piece's text

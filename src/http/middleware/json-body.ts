@@ -2,7 +2,7 @@ import bourne from '@hapi/bourne';
 import type { Context, Middleware } from 'koa';
 import { HttpMethodEnum, koaBody } from 'koa-body';
 import { ApiError } from '../../service/errors.ts';
-import { nextTurn } from '../../service/slices.ts';
+import { nextTurn } from '../../lib/slices.ts';
 import type { AppState } from '../app-state.ts';
 import { type BodyBudget, COUNTED_BODY_BYTES } from '../admission/body-budget.ts';
 import { parseInPieces } from '../json/json-pieces.ts';

@@ -4,7 +4,7 @@ import { usableStores } from '../../auth/access.ts';
 import { ApiError, type ErrorCode } from '../../service/errors.ts';
 import type { MutationFields, MutationInput } from '../../service/rows.ts';
 import type { TableTarget } from '../../service/tables.ts';
-import { isLarge, mapInSlices, nextTurn } from '../../service/slices.ts';
+import { isLarge, mapInSlices, nextTurn } from '../../lib/slices.ts';
 import { shorten } from '../../service/text.ts';
 import type { AppState } from '../app-state.ts';
 import { authorize } from '../middleware/authorize.ts';

@@ -1,6 +1,6 @@
 import { ApiError } from '../../service/errors.ts';
 import type { MutationFields, MutationInput } from '../../service/rows.ts';
-import { forEachInSlices } from '../../service/slices.ts';
+import { forEachInSlices } from '../../lib/slices.ts';
 import { parseTimestamp } from '../../service/timestamps.ts';
 import type { FamilySpec } from '../../store/store.ts';
 import { type TextEncoding, tallTextBytes } from '../json/tall-text.ts';

@@ -1,7 +1,7 @@
 import { usableStores } from '../../auth/access.ts';
 import { ApiError, type ErrorCode } from '../../service/errors.ts';
 import type { TableTarget } from '../../service/tables.ts';
-import { isLarge, mapInSlices, nextTurn } from '../../service/slices.ts';
+import { isLarge, mapInSlices, nextTurn } from '../../lib/slices.ts';
 import { shorten } from '../../service/text.ts';
 import { type Operation, defineOperation } from '../operations/operation.ts';
 import { bodyBytes, columnSelector, inBase64, renderCell, renderKey, renderRow, urlBytes, withCells } from './bytes.ts';

@@ -1,6 +1,6 @@
 import Joi from 'joi';
 import { ApiError, type FieldError } from '../../service/errors.ts';
-import { Turns } from '../../store/turns.ts';
+import { Turns } from '../../lib/turns.ts';
 import { precheckOf } from './precheck.ts';
 import { shorten } from '../json/quoted.ts';
 

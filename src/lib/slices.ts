@@ -1,6 +1,6 @@
-import { Turns } from '../store/turns.ts';
+import { Turns } from './turns.ts';
 
-export { nextTurn } from '../store/turns.ts';
+export { nextTurn } from './turns.ts';
 
 /**
  * Work over very large inputs (a row of 100,000 cells) done a slice at a time, paced by Turns, so
