@@ -1,12 +1,6 @@
-/** Most characters of a caller's input repeated in a problem: enough to recognise it, never a flood. */
-export const QUOTED_CHARS = 100;
+import { shorten } from '../../service/text.ts';
 
-/** shorten cuts caller input to QUOTED_CHARS, marking the cut with an ellipsis. */
-export function shorten(text: string): string {
-  return text.length <= QUOTED_CHARS ? text : `${text.slice(0, QUOTED_CHARS)}…`;
-}
-
-/** quoted is caller input, shortened, in double quotes, for a problem's detail. */
+/** quoted is caller input, shortened (shorten, service/text.ts), in double quotes, for a problem's detail. */
 export function quoted(text: string): string {
   return `"${shorten(text)}"`;
 }

@@ -6,7 +6,7 @@ import { nextTurn } from '../../lib/slices.ts';
 import type { AppState } from '../app-state.ts';
 import { type BodyBudget, COUNTED_BODY_BYTES } from '../admission/body-budget.ts';
 import { parseInPieces } from '../json/json-pieces.ts';
-import { shorten } from '../json/quoted.ts';
+import { shorten } from '../../service/text.ts';
 
 const JSON_TYPES = ['application/json', '+json'];
 

@@ -2,7 +2,7 @@ import Joi from 'joi';
 import { ApiError, type FieldError } from '../../service/errors.ts';
 import { Turns } from '../../lib/turns.ts';
 import { precheckOf } from './precheck.ts';
-import { shorten } from '../json/quoted.ts';
+import { shorten } from '../../service/text.ts';
 
 /** Most problems a VALIDATION_FAILED answer lists; `errorCount` says how many there were in all. */
 export const MAX_REPORTED_ERRORS = 20;
