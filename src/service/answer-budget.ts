@@ -6,7 +6,7 @@ import { SERVICE_LIMITS } from './limits.ts';
  * The memory a byte of an answer's keys, columns and values takes until the answer is sent:
  * the row as read, its text in the rendered answer and again in the JSON (more in base64), and
  * the bytes handed to the socket, as measured on pages of large rows (docs/performance.md). A value of 64 KiB or more takes less
- * (JsonText in http/json-answer.ts): as text, its bytes as read are what the socket is handed;
+ * (JsonText in http/json/json-answer.ts): as text, its bytes as read are what the socket is handed;
  * in base64, their base64 too. The figure is kept for the small values, which rows of many cells hold.
  */
 const MEMORY_BYTES_PER_ANSWER_BYTE = 5;
