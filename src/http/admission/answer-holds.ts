@@ -10,8 +10,8 @@ import { whenClosed } from './response-closed.ts';
  * holdAnswers gives each request of an operation whose answer holds rows (`operation.holdsRows`) its
  * hold on the shared answer budget, and gives back all it took once the response has been written
  * or the client has gone: on the response's 'close', which comes after an answer, a problem or an
- * abort alike. An answer refused for want of room (a batchGet's, which waits for its turns in the
- * service) is a 503 OVERLOADED, counted as shed.
+ * abort alike. An answer refused for want of room (a batchGet's, which waits to be admitted in the
+ * service, before it reads and after) is a 503 OVERLOADED, counted as shed.
  */
 export function holdAnswers(budget: AnswerBudget): (operation: Operation) => Array<Middleware<AppState>> {
   return (operation) => {

@@ -58,7 +58,7 @@ export async function cellSets(cells: readonly CellInput[]): Promise<MutationInp
   return mapInSlices(cells, (cell): MutationInput => ({ type: 'set', family: cell.columnFamily, ...cellBytes(cell, tall.get(cell)) }));
 }
 
-/** A row's cells as readCellData answers them: a large row rendered a slice at a time, its answer then serialized in a turn of its own. */
+/** A row's cells as readCellData answers them: a large row rendered a slice at a time, its answer then serialized after a yield. */
 export async function cellOutputs(cells: readonly Cell[]): Promise<CellOutput[]> {
   const data = await mapInSlices(cells, (cell) => toCellOutput(cell));
   if (isLarge(data.length)) await nextTurn();

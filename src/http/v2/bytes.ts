@@ -87,7 +87,7 @@ export function withCells<T extends { readonly cells: readonly CellOutput[] }>(o
   return output.cells.some((cell) => cell.value instanceof JsonText) ? markHoldsJsonText(output) : output;
 }
 
-/** A row's cells as its answer holds them: a large row rendered a slice at a time, its answer then serialized in a turn of its own. */
+/** A row's cells as its answer holds them: a large row rendered a slice at a time, its answer then serialized after a yield. */
 export async function renderCells(cells: readonly Cell[], base64: boolean): Promise<CellOutput[]> {
   const rendered = await mapInSlices(cells, (cell) => renderCell(cell, base64));
   if (isLarge(rendered.length)) await nextTurn();
