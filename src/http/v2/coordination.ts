@@ -1,10 +1,8 @@
 import type { ErrorCode } from '../../service/errors.ts';
-import type { ConditionalFields } from '../../service/rows.ts';
 import type { TableTarget } from '../../service/tables.ts';
-import type { Condition, ModifyRule } from '../../store/store.ts';
 import { type Operation, defineOperation } from '../operations/operation.ts';
-import { bodyBytes, columnSelector, inBase64, renderKey, renderRow, urlBytes } from './bytes.ts';
-import { mutationFields, mutationOf, setCells, tallValues } from './mapping.ts';
+import { columnSelector, inBase64, renderKey, renderRow, urlBytes } from './bytes.ts';
+import { conditionOf, conditionalFields, mutationOf, ruleOf, setCells, tallValues } from './mapping.ts';
 import type * as schemas from './schemas.ts';
 import { checkAndMutateBody, checkAndMutateResponse, encodingOnlyQuery, readModifyWriteBody, readModifyWriteResponse, rowPath } from './schemas.ts';
 
@@ -26,34 +24,6 @@ const ON_ROW: readonly ErrorCode[] = [
 ];
 
 const target = (params: schemas.TablePath): TableTarget => ({ store: params.store, instance: params.instance, table: params.table });
-
-/** A condition of a request in the store's terms. */
-export function conditionOf(body: schemas.ConditionBody, base64: boolean): Condition {
-  if ('rowExists' in body) return { type: 'rowExists', exists: body.rowExists };
-  if (!('column' in body)) return { type: 'familyExists', family: body.family, exists: body.exists };
-  const encoded = base64 || body.encoding === 'base64';
-  const column = bodyBytes(body.column, encoded);
-  if ('equals' in body) return { type: 'columnEquals', family: body.family, column, value: bodyBytes(body.equals, encoded) };
-  return { type: 'columnExists', family: body.family, column, exists: body.exists };
-}
-
-/** A rule of a request in the store's terms; `increment` is an integer the schema checked to be within int64. */
-export function ruleOf(body: schemas.RuleBody, base64: boolean): ModifyRule {
-  const encoded = base64 || body.encoding === 'base64';
-  const column = bodyBytes(body.column, encoded);
-  if ('append' in body) return { type: 'append', family: body.family, column, value: bodyBytes(body.append, encoded) };
-  return { type: 'increment', family: body.family, column, amount: BigInt(body.increment) };
-}
-
-/** Field names of a conditional mutation whose lists are at `prefix` (`` or `entries[2].`). */
-export function conditionalFields(keyPath: string, prefix: string, body: { mutations?: readonly schemas.MutationBody[]; otherwise?: readonly schemas.MutationBody[] }): ConditionalFields {
-  return {
-    key: keyPath,
-    conditions: `${prefix}conditions`,
-    mutations: mutationFields(keyPath, `${prefix}mutations`, body.mutations ?? []),
-    otherwise: mutationFields(keyPath, `${prefix}otherwise`, body.otherwise ?? []),
-  };
-}
 
 export const COORDINATION_OPERATIONS: readonly Operation[] = [
   defineOperation<schemas.RowPath, schemas.EncodingQuery, schemas.CheckAndMutateBody>({

@@ -1,11 +1,11 @@
 import { ApiError } from '../../service/errors.ts';
-import type { MutationFields, MutationInput } from '../../service/rows.ts';
-import { forEachInSlices } from '../../service/slices.ts';
+import type { ConditionalFields, EntryInput, MutationFields, MutationInput } from '../../service/rows.ts';
+import { forEachInSlices, mapInSlices } from '../../lib/slices.ts';
 import { parseTimestamp } from '../../service/timestamps.ts';
-import type { FamilySpec } from '../../store/store.ts';
-import { type TextEncoding, tallTextBytes } from '../tall-text.ts';
+import type { Condition, FamilySpec, ModifyRule } from '../../store/store.ts';
+import { type TextEncoding, tallTextBytes } from '../json/tall-text.ts';
 import { bodyBytes } from './bytes.ts';
-import type { CellBody, FamilyBody, MutationBody } from './schemas.ts';
+import type { BatchWriteBody, CellBody, ConditionBody, FamilyBody, MutationBody, RuleBody } from './schemas.ts';
 
 /**
  * The v2 request bodies in domain terms (mutations of bytes), and the names of their fields for
@@ -88,4 +88,65 @@ export async function requireDistinctCells(cells: readonly MutationInput[]): Pro
     }
     seen.set(identity, index);
   });
+}
+
+/** A write's cells as set mutations: tall values made into bytes and a large write mapped a slice at a time. */
+export async function setsOf(cells: readonly CellBody[], base64: boolean): Promise<MutationInput[]> {
+  const tall = await tallValues(cells, base64);
+  return mapInSlices(cells, (cell) => setOf(cell, base64, tall));
+}
+
+/** A row's mutations in domain terms: tall values made into bytes and a long list mapped a slice at a time. */
+export async function mutationsOf(mutations: readonly MutationBody[], base64: boolean): Promise<MutationInput[]> {
+  const tall = await tallValues(setCells(mutations), base64);
+  return mapInSlices(mutations, (mutation) => mutationOf(mutation, base64, tall));
+}
+
+/** A batchWrite's entries in domain terms, with the names of their fields; tall values made into bytes first. */
+export async function batchEntries(entries: BatchWriteBody['entries'], base64: boolean): Promise<EntryInput[]> {
+  const tall = await tallValues(setCells(entries.flatMap((entry) => [...(entry.mutations ?? []), ...(entry.otherwise ?? [])])), base64);
+  return entries.map((entry, index) => {
+    const fields = conditionalFields(`entries[${index}].key`, `entries[${index}].`, entry);
+    return {
+      key: bodyBytes(entry.key, base64 || entry.encoding === 'base64'),
+      mutations: (entry.mutations ?? []).map((mutation) => mutationOf(mutation, base64, tall)),
+      fields: fields.mutations,
+      check:
+        entry.conditions === undefined
+          ? undefined
+          : {
+              conditions: entry.conditions.map((condition) => conditionOf(condition, base64)),
+              otherwise: (entry.otherwise ?? []).map((mutation) => mutationOf(mutation, base64, tall)),
+              fields,
+            },
+    };
+  });
+}
+
+/** A condition of a request in the store's terms. */
+export function conditionOf(body: ConditionBody, base64: boolean): Condition {
+  if ('rowExists' in body) return { type: 'rowExists', exists: body.rowExists };
+  if (!('column' in body)) return { type: 'familyExists', family: body.family, exists: body.exists };
+  const encoded = base64 || body.encoding === 'base64';
+  const column = bodyBytes(body.column, encoded);
+  if ('equals' in body) return { type: 'columnEquals', family: body.family, column, value: bodyBytes(body.equals, encoded) };
+  return { type: 'columnExists', family: body.family, column, exists: body.exists };
+}
+
+/** A rule of a request in the store's terms; `increment` is an integer the schema checked to be within int64. */
+export function ruleOf(body: RuleBody, base64: boolean): ModifyRule {
+  const encoded = base64 || body.encoding === 'base64';
+  const column = bodyBytes(body.column, encoded);
+  if ('append' in body) return { type: 'append', family: body.family, column, value: bodyBytes(body.append, encoded) };
+  return { type: 'increment', family: body.family, column, amount: BigInt(body.increment) };
+}
+
+/** Field names of a conditional mutation whose lists are at `prefix` (`` or `entries[2].`). */
+export function conditionalFields(keyPath: string, prefix: string, body: { mutations?: readonly MutationBody[]; otherwise?: readonly MutationBody[] }): ConditionalFields {
+  return {
+    key: keyPath,
+    conditions: `${prefix}conditions`,
+    mutations: mutationFields(keyPath, `${prefix}mutations`, body.mutations ?? []),
+    otherwise: mutationFields(keyPath, `${prefix}otherwise`, body.otherwise ?? []),
+  };
 }

@@ -2,12 +2,11 @@ import { usableStores } from '../../auth/access.ts';
 import { ApiError, type ErrorCode } from '../../service/errors.ts';
 import { publishedLimits } from '../../service/limits.ts';
 import type { TableTarget } from '../../service/tables.ts';
-import { isLarge, mapInSlices, nextTurn } from '../../service/slices.ts';
 import { shorten } from '../../service/text.ts';
 import { type Operation, defineOperation } from '../operations/operation.ts';
-import { bodyBytes, columnSelector, inBase64, renderCell, renderKey, renderRow, urlBytes, withCells } from './bytes.ts';
-import { cellFields, familySpec, mutationFields, mutationOf, requireDistinctCells, setCells, setOf, tallValues } from './mapping.ts';
-import { COORDINATION_OPERATIONS, conditionOf, conditionalFields, int64Selectors } from './coordination.ts';
+import { bodyBytes, columnSelector, inBase64, renderCell, renderCells, renderKey, renderRow, urlBytes, withCells } from './bytes.ts';
+import { batchEntries, cellFields, familySpec, mutationFields, mutationsOf, requireDistinctCells, setsOf } from './mapping.ts';
+import { COORDINATION_OPERATIONS, int64Selectors } from './coordination.ts';
 import { usableNames } from './guards.ts';
 import * as schemas from './schemas.ts';
 
@@ -200,8 +199,7 @@ export const V2_OPERATIONS: readonly Operation[] = [
     handle: async ({ params, query, body }, { services, signal }) => {
       const base64 = inBase64(query);
       const key = urlBytes(params.key, base64);
-      const tall = await tallValues(body.cells, base64);
-      const cells = await mapInSlices(body.cells, (cell) => setOf(cell, base64, tall));
+      const cells = await setsOf(body.cells, base64);
       await requireDistinctCells(cells);
       await services.rows.mutate(target(params), key, cells, cellFields('key'), { signal });
       return { key: renderKey(key, base64).key, cellsWritten: cells.length };
@@ -229,10 +227,7 @@ export const V2_OPERATIONS: readonly Operation[] = [
       const key = urlBytes(params.key, base64);
       const row = await services.rows.read(target(params), key, selection(query, true), 'key', { signal, answer });
       if (row === null) throw rowNotFound(params);
-      const counters = int64Selectors(query.int64, base64, true);
-      const cells = await mapInSlices(row.cells, (cell) => renderCell(cell, base64, counters));
-      // The answer is serialized in a turn of its own.
-      if (isLarge(cells.length)) await nextTurn();
+      const cells = await renderCells(row.cells, base64, int64Selectors(query.int64, base64, true));
       return { ...renderKey(row.key, base64), cells };
     },
   }),
@@ -258,8 +253,7 @@ export const V2_OPERATIONS: readonly Operation[] = [
     handle: async ({ params, query, body }, { services, signal }) => {
       const base64 = inBase64(query);
       const key = urlBytes(params.key, base64);
-      const tall = await tallValues(setCells(body.mutations), base64);
-      const mutations = await mapInSlices(body.mutations, (mutation) => mutationOf(mutation, base64, tall));
+      const mutations = await mutationsOf(body.mutations, base64);
       const applied = await services.rows.mutate(target(params), key, mutations, mutationFields('key', 'mutations', body.mutations), { signal });
       return { key: renderKey(key, base64).key, mutationsApplied: applied };
     },
@@ -370,23 +364,7 @@ export const V2_OPERATIONS: readonly Operation[] = [
     errors: [...ON_TABLE, 'NOT_SUPPORTED_BY_STORE'],
     handle: async ({ params, query, body }, { services, signal }) => {
       const base64 = inBase64(query);
-      const tall = await tallValues(setCells(body.entries.flatMap((entry) => [...(entry.mutations ?? []), ...(entry.otherwise ?? [])])), base64);
-      const entries = body.entries.map((entry, index) => {
-        const fields = conditionalFields(`entries[${index}].key`, `entries[${index}].`, entry);
-        return {
-          key: bodyBytes(entry.key, base64 || entry.encoding === 'base64'),
-          mutations: (entry.mutations ?? []).map((mutation) => mutationOf(mutation, base64, tall)),
-          fields: fields.mutations,
-          check:
-            entry.conditions === undefined
-              ? undefined
-              : {
-                  conditions: entry.conditions.map((condition) => conditionOf(condition, base64)),
-                  otherwise: (entry.otherwise ?? []).map((mutation) => mutationOf(mutation, base64, tall)),
-                  fields,
-                },
-        };
-      });
+      const entries = await batchEntries(body.entries, base64);
       const results = await services.rows.mutateMany(target(params), entries, { signal });
       return {
         results: entries.map((entry, index) => {

@@ -5,10 +5,13 @@ import type { Logger } from 'pino';
 import { StoreError, callerGone, failing, unimplemented } from '../errors.ts';
 import type {
   CallOptions,
+  Cell,
+  ConditionalMutations,
   DataStore,
   FamilyPolicy,
   FamilySpec,
   Micros,
+  ModifyRule,
   Mutation,
   ReadSelection,
   Row,
@@ -24,7 +27,8 @@ import { tolerateSpannerClientRejections } from './client-rejections.ts';
 import { Turns } from '../turns.ts';
 import { SPANNER_CAPABILITIES, SPANNER_LIMITS } from './limits.ts';
 import { type CellRow, RowAssembler, selectedFamilies } from './row-reads.ts';
-import { columnsToRead, planWrites } from './row-writes.ts';
+import { type StoredVersion, applyRules, checkFamilies, columnKey, columnsToCompare, conditionRanges, conditionReadLimit, conditionsHold, isLive, liveColumns, ruleColumns } from './row-checks.ts';
+import { columnId, columnsToRead, planWrites } from './row-writes.ts';
 import { ensureSchema } from './schema.ts';
 import { readVersions } from './stored-versions.ts';
 import { grpcCode, toStoreError } from './spanner-errors.ts';
@@ -247,19 +251,37 @@ export class SpannerStore implements DataStore {
         await transaction.rollback();
         return results;
       }
-      const valid = entries.filter((_, index) => results[index] === undefined);
-      const slices = new Turns();
-      const reads = await columnsToRead(table.policies, valid, slices);
-      const stored = reads.length === 0 ? new Map<string, Micros[]>() : await readVersions(transaction, table.tableId, reads, () => gaxOptions(options), slices);
-      const writes = await planWrites(table.tableId, table.policies, valid, stored, BigInt(Date.now()) * 1000n, slices);
-      if (writes.length === 0) {
-        await transaction.rollback();
-        return results;
-      }
-      await queueWrites(transaction, writes, slices, await commitEncoder((database.parent as Instance).parent as Spanner, (why) => this.#clientUnshaped(why)));
-      await transaction.commit({ gaxOptions: gaxOptions(options) });
+      await this.#commitMutations(database, transaction, table, entries.filter((_, index) => results[index] === undefined), options, new Turns());
       return results;
     });
+  }
+
+  /**
+   * Ends a read-write transaction that has read the catalog row: buffers `entries` (their families
+   * checked) as writes of kvcrud_cells with the trimming retention needs, and commits; or rolls
+   * back when there is nothing to write. `stored`: the stored timestamps of the columns the
+   * entries write, when the transaction has read them already (else they are read here).
+   */
+  async #commitMutations(
+    database: Database,
+    transaction: Transaction,
+    table: CatalogTable,
+    entries: readonly RowMutations[],
+    options: CallOptions,
+    slices: Turns,
+    stored?: ReadonlyMap<string, readonly Micros[]>,
+  ): Promise<void> {
+    if (stored === undefined) {
+      const reads = await columnsToRead(table.policies, entries, slices);
+      stored = reads.length === 0 ? new Map<string, Micros[]>() : await readVersions(transaction, table.tableId, reads, () => gaxOptions(options), slices);
+    }
+    const writes = await planWrites(table.tableId, table.policies, entries, stored, BigInt(Date.now()) * 1000n, slices);
+    if (writes.length === 0) {
+      await transaction.rollback();
+      return;
+    }
+    await queueWrites(transaction, writes, slices, await commitEncoder((database.parent as Instance).parent as Spanner, (why) => this.#clientUnshaped(why)));
+    await transaction.commit({ gaxOptions: gaxOptions(options) });
   }
 
   /**
@@ -358,12 +380,104 @@ export class SpannerStore implements DataStore {
     }
   }
 
-  checkAndMutateRow(): Promise<boolean> {
-    return Promise.reject(unimplemented('checkAndMutate'));
+  /**
+   * One read-write transaction: the catalog row, every family named checked, the cells that decide
+   * the conditions (their timestamps; then the values of the live columns a condition compares),
+   * the branch's mutations buffered as mutateRow's are, and the commit. Spanner's locks on what the
+   * transaction read keep any other write to those cells from coming between the reads and the
+   * commit; an aborted transaction runs again from the start, reading again.
+   */
+  checkAndMutateRow(ref: TableRef, key: Buffer, check: ConditionalMutations, options: CallOptions): Promise<boolean> {
+    return this.#bounded(options, 'checkAndMutateRow', async () => {
+      const database = await this.#ready(ref.instance, options);
+      return this.#transact(database, options, async (transaction) => {
+        const table = await readCatalog(transaction, ref.table, options);
+        if (table === undefined) throw tableNotFound(ref);
+        const missing = checkFamilies(check).find((family) => !table.policies.has(family));
+        if (missing !== undefined) throw familyNotFound(missing);
+        const nowMicros = BigInt(Date.now()) * 1000n;
+        const [versions] = await transaction.read('kvcrud_cells', {
+          ranges: conditionRanges(table.tableId, key, check.conditions),
+          columns: ['family', 'col_hash', 'ts'],
+          limit: conditionReadLimit(check.conditions, table.policies),
+          ...READ_JSON,
+          gaxOptions: gaxOptions(options),
+        });
+        const live = liveColumns(versions as unknown as StoredVersion[], table.policies, nowMicros);
+        const compared = columnsToCompare(check.conditions, live);
+        const values = new Map<string, Buffer>();
+        if (compared.length > 0) {
+          const [cells] = await transaction.read('kvcrud_cells', {
+            keys: compared.map((column) => [table.tableId, key, column.family, column.hash, column.timestampMicros.toString()]) as never,
+            columns: ['family', 'col_hash', 'value'],
+            json: true,
+            gaxOptions: gaxOptions(options),
+          });
+          for (const cell of cells as Array<{ family: string; col_hash: Buffer; value: Buffer }>) values.set(columnKey(cell.family, cell.col_hash), cell.value);
+        }
+        const matched = conditionsHold(check.conditions, live, values);
+        const mutations = matched ? check.mutations : check.otherwise;
+        if (mutations.length === 0) {
+          await transaction.rollback();
+          return matched;
+        }
+        await this.#commitMutations(database, transaction, table, [{ key, mutations }], options, new Turns());
+        return matched;
+      });
+    });
   }
 
-  readModifyWriteRow(): Promise<Row> {
-    return Promise.reject(unimplemented('readModifyWrite'));
+  /**
+   * One read-write transaction: the catalog row, every family named checked, the stored
+   * timestamps of each column touched (which retention on write needs as well), the value of each
+   * live latest version, the new versions computed here, and the commit. Two calls on the same
+   * column are ordered by Spanner's locks; an aborted transaction runs again from the start,
+   * reading the values again, so no increment is lost.
+   */
+  readModifyWriteRow(ref: TableRef, key: Buffer, rules: readonly ModifyRule[], options: CallOptions): Promise<Row> {
+    return this.#bounded(options, 'readModifyWriteRow', async () => {
+      const database = await this.#ready(ref.instance, options);
+      return this.#transact(database, options, async (transaction) => {
+        const table = await readCatalog(transaction, ref.table, options);
+        if (table === undefined) throw tableNotFound(ref);
+        const missing = rules.find((rule) => !table.policies.has(rule.family));
+        if (missing !== undefined) throw familyNotFound(missing.family);
+        const slices = new Turns();
+        const columns = ruleColumns(key, rules);
+        const stored = await readVersions(transaction, table.tableId, columns, () => gaxOptions(options), slices);
+        const nowMicros = BigInt(Date.now()) * 1000n;
+        const latest = columns.flatMap((column) => {
+          const newest = stored.get(columnId(key, column.family, column.hash))?.[0];
+          const policy = table.policies.get(column.family) ?? {};
+          return newest !== undefined && isLive(policy, newest, nowMicros) ? [{ ...column, timestampMicros: newest }] : [];
+        });
+        const before = new Map<string, Cell>();
+        if (latest.length > 0) {
+          const [cells] = await transaction.read('kvcrud_cells', {
+            keys: latest.map((column) => [table.tableId, key, column.family, column.hash, column.timestampMicros.toString()]) as never,
+            columns: ['family', 'col_hash', 'ts', 'value'],
+            ...READ_JSON,
+            gaxOptions: gaxOptions(options),
+          });
+          const byId = new Map(latest.map((column) => [columnKey(column.family, column.hash), column]));
+          for (const cell of cells as Array<{ family: string; col_hash: Buffer; ts: { value: string }; value: Buffer }>) {
+            const id = columnKey(cell.family, cell.col_hash);
+            const column = byId.get(id);
+            if (column !== undefined) before.set(id, { family: column.family, column: column.column, value: cell.value, timestampMicros: BigInt(cell.ts.value) });
+          }
+        }
+        const cells = applyRules(rules, before, nowMicros);
+        const long = cells.find((cell) => cell.value.length > SPANNER_LIMITS.valueBytes);
+        if (long !== undefined) {
+          throw new StoreError('INVALID_ARGUMENT', `spanner: the append makes a ${long.value.length}-byte value in family ${long.family}; a value is at most ${SPANNER_LIMITS.valueBytes} bytes`, {
+            limit: 'valueBytes',
+          });
+        }
+        const mutations: Mutation[] = cells.map((cell) => ({ type: 'set', family: cell.family, column: cell.column, value: cell.value, timestampMicros: cell.timestampMicros }));
+        await this.#commitMutations(database, transaction, table, [{ key, mutations }], options, slices, stored);
+        return { key, cells };
+      });
+    });
   }
 
   readChanges(): AsyncIterable<ChangeEvent> {
@@ -702,11 +816,13 @@ function policyOf(family: FamilyPolicy): FamilyPolicy {
 
 function missingFamily(table: CatalogTable, mutations: readonly Mutation[]): StoreError | undefined {
   for (const mutation of mutations) {
-    if (mutation.type !== 'deleteRow' && !table.policies.has(mutation.family)) {
-      return new StoreError('NOT_FOUND', `column family "${mutation.family}" not in the table`, { resource: 'columnFamily', name: mutation.family });
-    }
+    if (mutation.type !== 'deleteRow' && !table.policies.has(mutation.family)) return familyNotFound(mutation.family);
   }
   return undefined;
+}
+
+function familyNotFound(family: string): StoreError {
+  return new StoreError('NOT_FOUND', `column family "${family}" not in the table`, { resource: 'columnFamily', name: family });
 }
 
 /**
