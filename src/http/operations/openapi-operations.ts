@@ -125,7 +125,7 @@ export function problemResponses(codes: readonly ErrorCode[], path: string): Jso
       description: statusCodes.map((code) => `\`${code}\`: ${PROBLEM_TYPES[code].description}`).join('\n\n'),
       // X-Request-Id is said once, in the Problem schema's requestId and the service description:
       // a table of it under every status made each operation 1,000-1,300 px taller in the explorer.
-      ...(status === 503 || status === 429 ? { headers: { 'Retry-After': ref('headers', 'Retry-After') } } : {}),
+      ...(status === 503 || status === 429 || status === 507 ? { headers: { 'Retry-After': ref('headers', 'Retry-After') } } : {}),
       ...(status === 401 ? { headers: { 'WWW-Authenticate': ref('headers', 'WWW-Authenticate') } } : {}),
       content: {
         [PROBLEM_JSON]: {
@@ -169,6 +169,9 @@ const PROBLEM_EXAMPLES: Readonly<Record<ErrorCode, { readonly detail: string } &
   BACKEND_UNAVAILABLE: { detail: 'The data store is unavailable. Retry later.' },
   SHUTTING_DOWN: { detail: 'The service is shutting down: it finishes its in-flight requests and takes no new connections.' },
   DEADLINE_EXCEEDED: { detail: 'The data store did not answer in time.' },
+  INSUFFICIENT_STORAGE: {
+    detail: 'The data store is out of space: nothing was written. Reads and deletes still work; writes fail until the operators free or add space.',
+  },
   OVERLOADED: { detail: 'The service is handling 256 requests, its limit. Retry shortly.' },
   RATE_LIMITED: { detail: 'More than 100 requests per second. Retry after the Retry-After delay.' },
   INTERNAL: { detail: 'The service failed unexpectedly. Report the requestId to the operators.' },

@@ -63,7 +63,7 @@ export const V1_OPERATIONS: readonly Operation[] = [
       schema: schemas.createTableResponse,
       example: ({ instance }) => ({ instanceID: instance, tableName: 'orders', columnFamily: 'cf' }),
     },
-    errors: ['TABLE_ALREADY_EXISTS'],
+    errors: ['TABLE_ALREADY_EXISTS', 'INSUFFICIENT_STORAGE'],
     handle: async ({ params, body }, { services, signal }) => {
       const { store } = services.stores.default;
       // V1_MAX_VERSIONS (0: every version). A store that keeps only the latest keeps one whatever
@@ -95,7 +95,7 @@ export const V1_OPERATIONS: readonly Operation[] = [
       schema: schemas.insertDataResponse,
       example: ({ instance }) => ({ instanceID: instance, tableName: 'orders', rowKeyId: 'order#1001', cellsWritten: 1 }),
     },
-    errors: ['TABLE_NOT_FOUND', 'COLUMN_FAMILY_NOT_FOUND'],
+    errors: ['TABLE_NOT_FOUND', 'COLUMN_FAMILY_NOT_FOUND', 'INSUFFICIENT_STORAGE'],
     handle: async ({ params, body }, { services, signal }) => {
       const tall = await tallTextBytes(body.data, (cell) => cell.columnValue, cellEncoding);
       const cells = await mapInSlices(body.data, (cell): MutationInput => ({ type: 'set', family: cell.columnFamily, ...cellBytes(cell, tall.get(cell)) }));

@@ -110,7 +110,7 @@ export const V2_OPERATIONS: readonly Operation[] = [
       schema: schemas.tableResponse,
       example: () => ({ name: 'orders', families: [{ name: 'cf', maxVersions: 3 }, { name: 'meta' }] }),
     },
-    errors: [...ON_INSTANCE, 'TABLE_ALREADY_EXISTS', 'NOT_SUPPORTED_BY_STORE'],
+    errors: [...ON_INSTANCE, 'TABLE_ALREADY_EXISTS', 'NOT_SUPPORTED_BY_STORE', 'INSUFFICIENT_STORAGE'],
     handle: ({ params, body }, { services, signal }) =>
       services.tables.create({ ...params, table: body.name }, body.families.map(familySpec), { signal }),
   }),
@@ -165,7 +165,7 @@ export const V2_OPERATIONS: readonly Operation[] = [
       'Writes the cells in one atomic row mutation: all or none. Cells without a `timestamp` all get the time of the request; ' +
       'earlier versions are kept as the family\'s policy allows. The key is percent-encoded UTF-8 in the path (a `:` as `%3A`).',
     success: { status: 200, description: 'The cells were written.', schema: schemas.writeRowResponse },
-    errors: [...ON_TABLE, 'COLUMN_FAMILY_NOT_FOUND'],
+    errors: [...ON_TABLE, 'COLUMN_FAMILY_NOT_FOUND', 'INSUFFICIENT_STORAGE'],
     handle: async ({ params, query, body }, { services, signal }) => {
       const base64 = inBase64(query);
       const key = urlBytes(params.key, base64);
@@ -222,7 +222,7 @@ export const V2_OPERATIONS: readonly Operation[] = [
       'Applies the mutations to the row atomically and in order: `set` writes a version of a column, `deleteColumn` deletes every ' +
       'version of a column, `deleteFamily` every column of a family, `deleteRow` the whole row. Sets without a timestamp all get the time of the request.',
     success: { status: 200, description: 'The mutations were applied.', schema: schemas.mutateRowResponse },
-    errors: [...ON_TABLE, 'COLUMN_FAMILY_NOT_FOUND'],
+    errors: [...ON_TABLE, 'COLUMN_FAMILY_NOT_FOUND', 'INSUFFICIENT_STORAGE'],
     handle: async ({ params, query, body }, { services, signal }) => {
       const base64 = inBase64(query);
       const key = urlBytes(params.key, base64);
@@ -332,7 +332,7 @@ export const V2_OPERATIONS: readonly Operation[] = [
       'does not have, a key or value beyond the store\'s limits) is reported by its index and the others are applied. Sets without a ' +
       'timestamp all get the time of the request.',
     success: { status: 200, description: 'One result per entry, in entry order.', schema: schemas.batchWriteResponse },
-    errors: ON_TABLE,
+    errors: [...ON_TABLE, 'INSUFFICIENT_STORAGE'],
     handle: async ({ params, query, body }, { services, signal }) => {
       const base64 = inBase64(query);
       const tall = await tallValues(setCells(body.entries.flatMap((entry) => entry.mutations)), base64);
