@@ -2,7 +2,7 @@ import type { StoreError } from '../store/errors.ts';
 import { ApiError } from './errors.ts';
 
 const INTERNAL_DETAIL = 'The service failed unexpectedly. Report the requestId to the operators.';
-const STORAGE_DETAIL = 'The data store is out of space: nothing was written. Reads and deletes still work; writes fail until the operators free or add space.';
+const STORAGE_DETAIL = 'The data store is out of space: nothing was written. Reads still work; writes fail until the operators free or add space.';
 
 /**
  * apiErrorOf is what a caller sees of a store's failure: the category of the StoreError and the

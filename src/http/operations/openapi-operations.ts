@@ -170,7 +170,7 @@ const PROBLEM_EXAMPLES: Readonly<Record<ErrorCode, { readonly detail: string } &
   SHUTTING_DOWN: { detail: 'The service is shutting down: it finishes its in-flight requests and takes no new connections.' },
   DEADLINE_EXCEEDED: { detail: 'The data store did not answer in time.' },
   INSUFFICIENT_STORAGE: {
-    detail: 'The data store is out of space: nothing was written. Reads and deletes still work; writes fail until the operators free or add space.',
+    detail: 'The data store is out of space: nothing was written. Reads still work; writes fail until the operators free or add space.',
   },
   OVERLOADED: { detail: 'The service is handling 256 requests, its limit. Retry shortly.' },
   RATE_LIMITED: { detail: 'More than 100 requests per second. Retry after the Retry-After delay.' },

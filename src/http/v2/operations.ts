@@ -369,7 +369,7 @@ export const V2_OPERATIONS: readonly Operation[] = [
     summary: 'Delete a row',
     description: 'Deletes every cell of the row. Deleting a row that does not exist is not an error.',
     success: { status: 204, description: 'The row is gone.' },
-    errors: ON_TABLE,
+    errors: [...ON_TABLE, 'INSUFFICIENT_STORAGE'],
     handle: async ({ params, query }, { services, signal }) => {
       const key = urlBytes(params.key, inBase64(query));
       await services.rows.mutate(target(params), key, [{ type: 'deleteRow' }], { key: 'key', mutations: '', field: () => '' }, { signal });
@@ -388,7 +388,8 @@ export const V2_OPERATIONS: readonly Operation[] = [
     summary: 'Delete a table',
     description: 'Deletes the table and all its rows.',
     success: { status: 204, description: 'The table is gone.' },
-    errors: ON_TABLE,
+    // The embedded store needs room in its journal to free a large table's pages.
+    errors: [...ON_TABLE, 'INSUFFICIENT_STORAGE'],
     handle: async ({ params }, { services, signal }) => {
       await services.tables.delete(target(params), { signal });
       return undefined;
@@ -411,7 +412,7 @@ export const V2_OPERATIONS: readonly Operation[] = [
       'and nothing is deleted. If the store fails part-way, the error lists the tables `deleted` and `notDeleted`. ' +
       '(The example deletes the example table, which "Delete a table" above deleted: create it again first, and this example answers 200.)',
     success: { status: 200, description: 'All the tables were deleted.', schema: schemas.batchDeleteResponse, example: () => ({ deleted: ['orders'] }) },
-    errors: [...ON_INSTANCE, 'TABLE_NOT_FOUND'],
+    errors: [...ON_INSTANCE, 'TABLE_NOT_FOUND', 'INSUFFICIENT_STORAGE'],
     handle: async ({ params, body }, { services, signal }) => ({
       deleted: await services.tables.deleteMany(params.store, params.instance, body.tables, { signal }),
     }),
