@@ -71,3 +71,12 @@ describe('a store out of space', () => {
     expect(problem.detail).not.to.contain('disk is full');
   });
 });
+
+describe('a Google Cloud call whose credentials give no token', () => {
+  it('is UNAVAILABLE, not INTERNAL: grpc-js says UNKNOWN, the message says why', () => {
+    const failed = grpcError(status.UNKNOWN, 'UNKNOWN: Getting metadata from plugin failed with error: request to http://metadata/token failed, status 500');
+    expect(bigtableError(failed, 'readRows').code).to.equal('UNAVAILABLE');
+    expect(spannerError(failed, 'read').code).to.equal('UNAVAILABLE');
+    expect(bigtableError(grpcError(status.UNKNOWN, 'UNKNOWN: something else'), 'readRows').code).to.equal('INTERNAL');
+  });
+});

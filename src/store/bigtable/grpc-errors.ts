@@ -1,6 +1,6 @@
 import { status as GrpcStatus } from '@grpc/grpc-js';
 import { StoreError, type StoreErrorOptions } from '../errors.ts';
-import { isOutOfStorage } from '../grpc-storage.ts';
+import { isCredentialFailure, isOutOfStorage } from '../grpc-answers.ts';
 
 /** The gRPC status code of an error from the Bigtable client, if it carries one. */
 export function grpcCode(error: unknown): number | undefined {
@@ -50,6 +50,6 @@ export function toStoreError(error: unknown, operation: string, subject: StoreEr
     case GrpcStatus.CANCELLED:
       return new StoreError('DEADLINE_EXCEEDED', text, { cause: error });
     default:
-      return new StoreError('INTERNAL', text, { cause: error });
+      return new StoreError(isCredentialFailure(text) ? 'UNAVAILABLE' : 'INTERNAL', text, { cause: error });
   }
 }

@@ -1,6 +1,6 @@
 import { status as GrpcStatus } from '@grpc/grpc-js';
 import { StoreError } from '../errors.ts';
-import { isOutOfStorage } from '../grpc-storage.ts';
+import { isCredentialFailure, isOutOfStorage } from '../grpc-answers.ts';
 
 /** The gRPC status code of an error from the Spanner client, if it carries one. */
 export function grpcCode(error: unknown): number | undefined {
@@ -31,6 +31,6 @@ export function toStoreError(error: unknown, operation: string): StoreError {
       // The database (or the Spanner instance) is gone: the store cannot serve until it is back.
       return new StoreError('UNAVAILABLE', text, { cause: error });
     default:
-      return new StoreError('INTERNAL', text, { cause: error });
+      return new StoreError(isCredentialFailure(text) ? 'UNAVAILABLE' : 'INTERNAL', text, { cause: error });
   }
 }

@@ -10,3 +10,14 @@
 export function isOutOfStorage(message: string): boolean {
   return /\b(storage|disk space|out of space|no space)\b/i.test(message);
 }
+
+/**
+ * isCredentialFailure says whether a gRPC call failed because its credentials could not give a
+ * token (a metadata server that answers 500, a key file that is not one): grpc-js reports that
+ * with status UNKNOWN, as "Getting metadata from plugin failed with error: …". The call never
+ * reached the backend, and it may pass once the credentials can be had again: it is UNAVAILABLE,
+ * not a bug.
+ */
+export function isCredentialFailure(message: string): boolean {
+  return message.includes('Getting metadata from plugin failed');
+}
