@@ -144,9 +144,11 @@ export class SpannerStore implements DataStore {
   }
 
   /**
-   * A new Spanner client, its generated clients started (see ClientStart), then a Database for
-   * each served instance: a Database starts making sessions as soon as it exists, so none exists
-   * before the generated clients have started.
+   * A new Spanner client, its generated clients started (see ClientStart). Its Databases are
+   * opened by #prepare, each once its database is known to exist: a Database starts making
+   * sessions as soon as it exists, so none exists before the generated clients have started, nor
+   * (on the emulator, which starts empty) before its database is created; a session pool that
+   * met "database not found" keeps its callers waiting.
    */
   async #startClients(): Promise<SpannerClients> {
     const spanner = new Spanner(this.#clientOptions);
@@ -164,9 +166,7 @@ export class SpannerStore implements DataStore {
       await Promise.allSettled(started.map((client) => client.close()));
       throw error;
     }
-    const instance = spanner.instance(this.#instanceId);
-    const databases = new Map(this.#instances.map((name) => [name, this.#openDatabase(instance, name)]));
-    return { spanner, instance, databases };
+    return { spanner, instance: spanner.instance(this.#instanceId), databases: new Map() };
   }
 
   #openDatabase(spannerInstance: Instance, instance: string): Database {
@@ -428,7 +428,11 @@ export class SpannerStore implements DataStore {
     if (this.#renew) this.#renewClient();
     const clients = await this.#clients.clients(options);
     if (this.#emulator) await this.#createOnEmulator(clients.instance, instance);
-    const database = clients.databases.get(instance) as Database;
+    let database = clients.databases.get(instance);
+    if (database === undefined) {
+      database = this.#openDatabase(clients.instance, instance);
+      clients.databases.set(instance, database);
+    }
     const timeout = Math.max(remaining(options), 30_000);
     try {
       await ensureSchema(database, { timeout, transact: (work) => this.#queue.run(work, Date.now() + timeout) });
@@ -646,7 +650,8 @@ const GENERATED_CLIENTS = ['SpannerClient', 'DatabaseAdminClient', 'InstanceAdmi
 interface SpannerClients {
   readonly spanner: Spanner;
   readonly instance: Instance;
-  readonly databases: ReadonlyMap<string, Database>;
+  /** Each served instance's Database, opened on its first use (#prepare). */
+  readonly databases: Map<string, Database>;
 }
 
 async function closeClients(clients: SpannerClients): Promise<void> {
