@@ -111,9 +111,9 @@ export function perCallerBoundFrom(maxInflight: number): number {
   return maxInflight - Math.ceil(maxInflight / 8);
 }
 /**
- * MAX_INFLIGHT_UNAUTHENTICATED when not set. A first check of a token's signature costs about
- * 0.1-0.2 ms of CPU; 16 at once keep both cores of a pod busy, and callers reusing their token
- * never wait on them.
+ * MAX_INFLIGHT_UNAUTHENTICATED when not set. A first check of a token's signature is CPU work
+ * (its cost: docs/performance.md); 16 at once keep both cores of a pod busy, and callers reusing
+ * their token never wait on them.
  */
 export const DEFAULT_INFLIGHT_UNAUTHENTICATED = 16;
 /**

@@ -1,6 +1,6 @@
 /**
- * V8 sizes its heap from the machine's memory, not from what the process may use: on a 24 GB
- * machine it lets garbage pile up to 420-520 MB before a major collection, and in a container
+ * V8 sizes its heap from the machine's memory, not from what the process may use: on a large
+ * machine it lets garbage pile up to hundreds of MB before a major collection, and in a container
  * Node sees the cgroup limit but V8 still gives the old generation a quarter of it at most and the
  * young generation its small default. kvcrud chooses both sizes itself, from the memory limit it
  * runs under, so `npm start` and a bare `node dist/index.js` need no flags.
@@ -31,8 +31,8 @@ export interface HeapChoice {
  * Up to this old space, the service sets how far the old generation grows between major
  * collections. V8 caps that growth by the old space's maximum: at most 1.3 × the live heap at
  * 256 MiB, 1.53 × at 512 MiB, 4 × from 1 GiB on (Node's builds, without pointer compression). On
- * the small heaps, most of what each major collection marks again is the same 60-70 MB of code
- * and module sources, so rarer collections save CPU. The growth stays bounded: V8 never lets the
+ * the small heaps, most of what each major collection marks again is the same code and module
+ * sources, so rarer collections save CPU. The growth stays bounded: V8 never lets the
  * limit pass halfway from the live heap to the maximum.
  */
 const GROWING_OLD_SPACE_MAX_MIB = 512;
@@ -42,16 +42,15 @@ const HEAP_GROWING_PERCENT = 60;
  * heapChoice: half the budget for the old generation (the rest is the young generation, code,
  * buffers outside the heap and the SQLite threads), and 16 MiB semi-spaces, which keep short-lived
  * request garbage out of the old generation, from a 512 MiB budget on (8 MiB below it).
- * Measured on the embedded and Bigtable stores at 32 connections: 256 MiB of old space held peak
- * RSS at 250-275 MB with the throughput of an unbounded heap; 128-160 MiB made V8 collect all the
- * time and cut throughput to a fifth, so a smaller budget gets no less than 128 MiB.
+ * 256 MiB of old space kept peak RSS within the memory target with the throughput of an unbounded
+ * heap; much less made V8 collect all the time and cut throughput sharply, so a smaller budget
+ * gets no less than 128 MiB.
  *
  * Up to 512 MiB of old space the old generation may also grow by 60 % of its live size between
- * major collections, not at most V8's 30-53 %. With 256 MiB, under 32 connections of writes on
- * Bigtable, that halved the major collections (0.59-0.67 to 0.29-0.33 per 1,000 requests, each marking the
- * whole live heap on a second core) and cut CPU per write by a median 10 % and per read by 17-21 %,
- * at a peak RSS of 248-291 MB instead of 231-263 (bench/heap.ts). Growth of 100 % cut a little more
- * but took peak RSS to 297-304 MB.
+ * major collections, more than V8 allows by itself. That halved the major collections (each
+ * marking the whole live heap on a second core) and cut CPU per request, for a little more peak
+ * RSS; a growth of 100 % cut a little more CPU but took peak RSS past the target (bench/heap.ts).
+ * The figures: docs/performance.md, "How far the old generation grows between major collections".
  */
 export function heapChoice(constrainedBytes: number, totalBytes: number): HeapChoice {
   const limited = constrainedBytes > 0 && constrainedBytes < totalBytes;
@@ -94,8 +93,8 @@ export function releaseHeapFlags(): void {
  * started it. glibc serves a block of 128 KiB or more with a mapping of its own, until such a block
  * is freed: it then raises that threshold (up to 32 MiB) and serves later large blocks, the
  * Buffers of large values and bodies, from its heap, where freed memory stays in the process.
- * Fixing the threshold gives each large block back when it is freed: with eight 16 MiB scan
- * pages at once, peak RSS went from 539-622 MB to 409-434 MB (bench/large-pages.ts). Other C
+ * Fixing the threshold gives each large block back when it is freed, which cut the peak RSS of
+ * many large scan pages at once by about a third (bench/large-pages.ts; docs/performance.md). Other C
  * libraries ignore the variable.
  */
 export function allocatorEnvironment(env: NodeJS.ProcessEnv): Record<string, string> {

@@ -100,8 +100,8 @@ export class OidcVerifier {
    * a token that is not acceptable, or an ApiError BACKEND_UNAVAILABLE (503) when the issuer's
    * keys cannot be fetched.
    *
-   * A token verified before is accepted again without checking its signature (which costs
-   * 0.1-0.2 ms of CPU) until its exp, as jose would accept it; the remembered tokens are
+   * A token verified before is accepted again without checking its signature (the costly part of
+   * a check: see docs/performance.md) until its exp, as jose would accept it; the remembered tokens are
    * forgotten whenever the keys are refreshed, so a retired key stops being trusted then.
    * A signature is checked within `gate`, which may refuse (the HTTP layer bounds such checks).
    */

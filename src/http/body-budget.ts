@@ -4,9 +4,9 @@ import { getHeapStatistics } from 'node:v8';
 export const COUNTED_BODY_BYTES = 64 * 1024;
 
 /**
- * The heap a parsed JSON body takes while it is validated and handled, per byte of body: a
- * 100,000-cell insertData body of 7.8 MB held about 65 MB of heap until its answer (the parsed
- * objects, their validated copies, the row mutations and their buffers).
+ * The heap a parsed JSON body takes while it is validated and handled, per byte of body, as
+ * measured on the largest insertData (the parsed objects, their validated copies, the row
+ * mutations and their buffers; figures: docs/performance.md), rounded up.
  */
 const HEAP_BYTES_PER_BODY_BYTE = 9;
 

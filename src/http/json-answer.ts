@@ -55,9 +55,9 @@ const HOLDS_JSON_TEXT = Symbol('holds JsonText');
 
 /**
  * JsonText is a string of an answer kept as its UTF-8 bytes, which setJsonAnswer sends without
- * making a string of them: a large value as text, or in base64. A 256 KiB value made into a
- * string, then into JSON, then back into bytes cost about 0.9 ms of CPU and three copies; as is,
- * it costs a look for the bytes JSON escapes, made block by block as it is sent (jsonBlocks), with
+ * making a string of them: a large value as text, or in base64. A large value made into a
+ * string, then into JSON, then back into bytes costs CPU and three copies (docs/performance.md);
+ * as is, it costs a look for the bytes JSON escapes, made block by block as it is sent (jsonBlocks), with
  * other work served between blocks. Wherever else it is serialized, it is that string.
  */
 export class JsonText {
@@ -90,8 +90,8 @@ export class JsonText {
     for (let start = 0; start < this.bytes.length; start += SCAN_BLOCK_BYTES) {
       const block = this.bytes.subarray(start, start + SCAN_BLOCK_BYTES);
       // Each search is a native scan, far cheaper than making the string and its JSON. They run a
-      // block at a time so that the bytes come from memory once: all 34 over a 32 MiB value at
-      // once took 64-83 ms, against 25 for making its string.
+      // block at a time so that the bytes come from memory once: all of them over a whole tall
+      // value at once cost more than making its string (docs/performance.md).
       if (ESCAPED_BYTES.some((byte) => block.includes(byte))) {
         if (plainFrom < start) yield this.bytes.subarray(plainFrom, start);
         yield escapedJson(block);
@@ -110,8 +110,8 @@ export class JsonText {
    * The bytes in base64, when they are long; else undefined. Base64 needs no escaping, so it is
    * written straight into bytes, a block at a time: the string of each block is short-lived, where
    * one string of the whole value would sit among the large objects until the next full garbage
-   * collection. For 63 values of 256 KiB, 7-9 ms of CPU, against 23-27 ms for one string per value
-   * and 107-115 for its JSON.
+   * collection. It costs a fraction of what one string per value, or its JSON, costs (figures:
+   * docs/performance.md).
    */
   static base64(bytes: Buffer): JsonText | undefined {
     if (bytes.length < JSON_TEXT_MIN_BYTES) return undefined;
@@ -158,8 +158,8 @@ function holdsJsonText(value: unknown): boolean {
  * setJsonAnswer makes `value` the response body, as JSON. A small answer goes out as one text, as
  * Koa would render it. An answer with a long list (a row of 100,000 cells, a scan page of large
  * rows) is rendered item by item, a chunk at a time, with other requests served between chunks,
- * and its text is never whole in memory: rendering a 12 MB answer at once held the event loop for
- * 30-50 ms and kept the text, and its UTF-8 copy, alive until sent. So is an answer with a list of
+ * and its text is never whole in memory: rendering a large answer at once held the event loop for
+ * tens of milliseconds and kept the text, and its UTF-8 copy, alive until sent (docs/performance.md). So is an answer with a list of
  * items marked as holding a JsonText, whose bytes go out as they are. The bytes are the same as
  * JSON.stringify's; the answer is sent chunked when it is longer than one chunk.
  */

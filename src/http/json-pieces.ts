@@ -13,7 +13,7 @@ import { Turns } from '../store/turns.ts';
 /**
  * Characters parsed in one piece, at least: well under a millisecond of JSON.parse. A piece's text
  * is made by joining (brackets and a slice); at 128 KiB or more each such string is a large object
- * for V8, and making them took 22-26 ms more per 7.8 MB body (2-core EPYC VM).
+ * for V8, which made pieces that large measurably slower (figures: docs/performance.md).
  */
 export const PIECE_CHARS = 64 * 1024;
 
@@ -114,7 +114,7 @@ class Walk {
    * The value of the string of more than a piece from `start` to `end` (its quotes included). Most
    * such strings are plain text (a tall value): with no backslash and no control character, which
    * is looked for a piece at a time, the value is the text between the quotes, as JSON.parse would
-   * give it, without parsing all of it in one go (74 ms for 32 MiB). Any other is parsed whole.
+   * give it, without parsing all of it in one go (docs/performance.md). Any other is parsed whole.
    */
   async #longString(start: number, end: number): Promise<unknown> {
     const text = this.#text;
@@ -234,9 +234,9 @@ class Walk {
 
   /**
    * The end of the string whose opening quote is at `start`. Each enclosing array and object asks
-   * where a long string ends (is it small?), and finding it means searching all of it: three
-   * searches of a tall value's 48 MiB took 25-31 ms in one go. So the ends of long strings are
-   * remembered; a short one is searched again, within a piece.
+   * where a long string ends (is it small?), and finding it means searching all of it, several
+   * times over for a tall value, in one go. So the ends of long strings are remembered; a short
+   * one is searched again, within a piece.
    */
   #stringEnd(start: number): number {
     const known = this.#longStringEnds.get(start);

@@ -4,7 +4,7 @@ import type { ErrorCode } from '../service/errors.ts';
 import { REALM } from './middleware/authenticate.ts';
 import type { ExampleNames, Operation } from './operations/operation.ts';
 import { AUTH_ERRORS } from './operations/operation.ts';
-import { type JsonObject, operationPaths, problemResponses, ref, toJsonSchema } from './operations/openapi-operations.ts';
+import { REQUEST_ID_HEADER, type JsonObject, operationPaths, problemResponses, ref, toJsonSchema } from './operations/openapi-operations.ts';
 import { PROBLEM_TYPES, problemSlug } from './problems.ts';
 import * as schemas from './schemas.ts';
 
@@ -67,7 +67,10 @@ export function buildOpenApiDocument(options: OpenApiOptions): JsonObject {
       tags: ['operations'],
       summary: 'Liveness: the process serves HTTP',
       description: 'Makes no call to the data store.',
-      responses: { 200: { description: 'Alive.', content: { 'application/json': { schema: ref('schemas', 'Health') } } } },
+      responses: {
+        200: { description: 'Alive.', headers: REQUEST_ID_HEADER, content: { 'application/json': { schema: ref('schemas', 'Health') } } },
+        ...problemResponses([], '/healthz'),
+      },
     },
   };
   paths['/readyz'] = {
@@ -79,7 +82,7 @@ export function buildOpenApiDocument(options: OpenApiOptions): JsonObject {
         'Asks every store within 800 ms. `ready`: all answered; `degraded`: some did not (the log names them), and calls to those ' +
         'fail with 503 BACKEND_UNAVAILABLE; 503: none answered.',
       responses: {
-        200: { description: 'Ready, or degraded.', content: { 'application/json': { schema: ref('schemas', 'Health') } } },
+        200: { description: 'Ready, or degraded.', headers: REQUEST_ID_HEADER, content: { 'application/json': { schema: ref('schemas', 'Health') } } },
         ...problemResponses(['BACKEND_UNAVAILABLE', 'SHUTTING_DOWN'], '/readyz'),
       },
     },
@@ -101,7 +104,7 @@ export function buildOpenApiDocument(options: OpenApiOptions): JsonObject {
           : 'The metrics of this process in the Prometheus text format; the README lists them.',
         ...guarded(authenticated),
         responses: {
-          200: { description: 'The metrics.', content: { 'text/plain': { schema: { type: 'string' } } } },
+          200: { description: 'The metrics.', headers: REQUEST_ID_HEADER, content: { 'text/plain': { schema: { type: 'string' } } } },
           ...problemResponses(metricsErrors, '/metrics'),
         },
       },
@@ -112,9 +115,10 @@ export function buildOpenApiDocument(options: OpenApiOptions): JsonObject {
       operationId: 'openapi',
       tags: ['documentation'],
       summary: 'This document',
+      description: 'This OpenAPI 3.1 document, naming the stores and instances its reader may use.',
       ...guarded(protectDocs),
       responses: {
-        200: { description: 'OpenAPI 3.1.', content: { 'application/json': { schema: { type: 'object' } } } },
+        200: { description: 'OpenAPI 3.1.', headers: REQUEST_ID_HEADER, content: { 'application/json': { schema: { type: 'object' } } } },
         ...problemResponses([...docsErrors, ...SHED_ERRORS], '/openapi.json'),
       },
     },
@@ -124,9 +128,10 @@ export function buildOpenApiDocument(options: OpenApiOptions): JsonObject {
       operationId: 'explorer',
       tags: ['documentation'],
       summary: 'The interactive API explorer',
+      description: 'Swagger UI on this document, served with its assets by the service itself.',
       ...guarded(protectDocs),
       responses: {
-        200: { description: 'The explorer page (Swagger UI).', content: { 'text/html': { schema: { type: 'string' } } } },
+        200: { description: 'The explorer page (Swagger UI).', headers: REQUEST_ID_HEADER, content: { 'text/html': { schema: { type: 'string' } } } },
         ...problemResponses([...docsErrors, ...SHED_ERRORS], '/docs'),
       },
     },
@@ -139,7 +144,7 @@ export function buildOpenApiDocument(options: OpenApiOptions): JsonObject {
       description: 'The `type` of every problem document resolves here.',
       parameters: [{ name: 'type', in: 'path', required: true, schema: { type: 'string' }, example: 'table-not-found' }],
       responses: {
-        200: { description: 'The problem type.', content: { 'application/json': { schema: ref('schemas', 'ProblemType') } } },
+        200: { description: 'The problem type.', headers: REQUEST_ID_HEADER, content: { 'application/json': { schema: ref('schemas', 'ProblemType') } } },
         ...problemResponses(['ROUTE_NOT_FOUND'], '/problems/table-missing'),
       },
     },
@@ -154,6 +159,10 @@ export function buildOpenApiDocument(options: OpenApiOptions): JsonObject {
       description: describeService(options),
       license: { name: 'Apache-2.0', identifier: 'Apache-2.0' },
     },
+    // Relative: resolved against where this document was fetched from, so clients and the explorer
+    // call the service that served it, whatever name or port reached it. The service answers at the
+    // root of its host (the document is /openapi.json).
+    servers: [{ url: '/', description: 'The service that serves this document.' }],
     tags: [
       { name: 'v1', description: 'Tables, rows and cells of the default store: the original API, unchanged.' },
       {
@@ -174,10 +183,16 @@ export function buildOpenApiDocument(options: OpenApiOptions): JsonObject {
           schema: { type: 'string' },
         },
         'Retry-After': { description: 'Seconds to wait before retrying.', schema: { type: 'integer' } },
-        'WWW-Authenticate': {
-          description: `How to authenticate (RFC 6750): \`Bearer realm="${REALM}"\`, with \`error="invalid_token"\` when the credential sent was not accepted or \`error="invalid_request"\` when it was sent the wrong way.`,
-          schema: { type: 'string' },
-        },
+        Allow: { description: 'The methods the path has, e.g. `GET, HEAD`.', schema: { type: 'string' } },
+        // Only 401 answers carry it, and only with authentication on.
+        ...(authenticated
+          ? {
+              'WWW-Authenticate': {
+                description: `How to authenticate (RFC 6750): \`Bearer realm="${REALM}"\`, with \`error="invalid_token"\` when the credential sent was not accepted or \`error="invalid_request"\` when it was sent the wrong way.`,
+                schema: { type: 'string' },
+              },
+            }
+          : {}),
       },
       ...(authenticated ? { securitySchemes: securitySchemes(modes) } : {}),
     },

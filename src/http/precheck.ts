@@ -9,8 +9,8 @@
  * allowed values, members of objects, items of arrays, xor and oxor).
  *
  * Why: a joi pass costs far more than the checks it makes. It merges its options, builds a state,
- * a helper object and three closures for every value, and clones every object and array: of the
- * 115 KiB a two-cell insertData allocated, joi's three passes (query, path, body) took 17 KiB.
+ * a helper object and three closures for every value, and clones every object and array, a
+ * large share of what a small request allocates (figures: docs/performance.md).
  *
  * The check relies on joi's internals (`_flags`, `_rules`, `$_terms`, `_definition`); a schema
  * using anything else gets no check. test/unit/precheck.test.ts holds it to joi's answers over
@@ -110,11 +110,11 @@ function compile(schema: Schema): Node | undefined {
   if (schema._invalids !== null) return undefined;
   const valids = schema._valids;
   if (valids !== null && (valids._refs.size > 0 || [...valids._values].some((value) => typeof value === 'object' && value !== null))) return undefined;
-  // A schema's own options: only `convert`, which turns query text into numbers; such a value is
-  // left to joi when it is there.
+  // A schema's own options: `messages`, which words problems only, and `convert`, which turns
+  // query text into numbers; such a value is left to joi when it is there.
   const prefs = schema._preferences;
-  const converts = prefs !== null && Object.keys(prefs).length > 0;
-  if (converts && Object.keys(prefs).some((key) => key !== 'convert')) return undefined;
+  const converts = prefs !== null && 'convert' in prefs;
+  if (prefs !== null && Object.keys(prefs).some((key) => key !== 'convert' && key !== 'messages')) return undefined;
 
   const rules: Rule[] = [];
   const validators: RuleValidate[] = [];

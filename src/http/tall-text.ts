@@ -2,8 +2,8 @@ import { Turns } from '../store/turns.ts';
 
 /**
  * The bytes of a request's tall values, made a slice at a time. Buffer.from makes a string into
- * bytes in one go: 40 ms of the event loop for a value of 32 MiB, 52 ms for 64 MiB (2-core Intel
- * Xeon VM), most of it the new buffer's pages being touched for the first time.
+ * bytes in one go, holding the event loop for tens of milliseconds at the largest values, most of
+ * it the new buffer's pages being touched for the first time (figures: docs/performance.md).
  */
 
 /** Text of at least this many characters is tall: made into bytes a slice at a time. */

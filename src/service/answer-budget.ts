@@ -4,8 +4,8 @@ import { SERVICE_LIMITS } from './limits.ts';
 
 /**
  * The memory a byte of an answer's keys, columns and values takes until the answer is sent:
- * the row as read (1), its text in the rendered answer and again in the JSON (2 in the heap; 2.7
- * in base64), and the bytes handed to the socket (1-1.3). A value of 64 KiB or more takes less
+ * the row as read, its text in the rendered answer and again in the JSON (more in base64), and
+ * the bytes handed to the socket, as measured on pages of large rows (docs/performance.md). A value of 64 KiB or more takes less
  * (JsonText in http/json-answer.ts): as text, its bytes as read are what the socket is handed;
  * in base64, their base64 too. The figure is kept for the small values, which rows of many cells hold.
  */
@@ -70,7 +70,7 @@ interface Waiter {
  * AnswerBudget bounds the bytes of rows the service holds for answers at once (scan pages,
  * batchGet answers and large rows), from when they are read until the answer has been written.
  * Without it, each page of up to SERVICE_LIMITS.pageBytes is built whole before it is sent, and
- * eight such pages at once took the process from 300 MB to 800-900 MB.
+ * a few such pages at once took the process's memory far past its target (docs/performance.md).
  *
  * A page never waits: it takes each row's bytes as it reads the row and ends early, with a token,
  * at the first row there is no room for, keeping at least its first row so that every page makes

@@ -9,7 +9,7 @@ const MICROS_PER_DAY = 86_400_000_000n;
  */
 export function formatTimestamp(micros: bigint): string {
   // The cells of a row written by one request share a timestamp: a row of 100,000 of them is
-  // rendered with one calculation, not 100,000 (BigInt arithmetic costs about 1 µs a cell).
+  // rendered with one calculation, not 100,000 (the BigInt arithmetic is what costs).
   if (micros !== lastFormatted.micros) lastFormatted = { micros, text: format(micros) };
   return lastFormatted.text;
 }
@@ -58,7 +58,8 @@ export const MAX_TIMESTAMP_MICROS = 9_223_372_036_854_775_807n;
 
 // Years of four digits, or six with a sign (ISO 8601 expanded, as formatTimestamp writes them);
 // up to six fractional digits; Z or a numeric offset.
-const RFC_3339 = /^(\d{4}|[+-]\d{6})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,6}))?(?:([Zz])|([+-])(\d{2}):(\d{2}))$/;
+/** The syntax of the timestamps parseTimestamp reads; not every text of it names a time (month 13). */
+export const RFC_3339_TIMESTAMP = /^(\d{4}|[+-]\d{6})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,6}))?(?:([Zz])|([+-])(\d{2}):(\d{2}))$/;
 
 /**
  * parseTimestamp reads an RFC 3339 timestamp, as formatTimestamp writes it or with a numeric
@@ -67,7 +68,7 @@ const RFC_3339 = /^(\d{4}|[+-]\d{6})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(
  * 0..MAX_TIMESTAMP_MICROS. Leap seconds (:60) are refused: stores count microseconds without them.
  */
 export function parseTimestamp(text: string): bigint | undefined {
-  const match = RFC_3339.exec(text);
+  const match = RFC_3339_TIMESTAMP.exec(text);
   if (match === null) return undefined;
   const [, yearText = '', monthText = '', dayText = '', hourText = '', minuteText = '', secondText = ''] = match;
   const [fraction = '', zulu, sign, offsetHourText = '0', offsetMinuteText = '0'] = match.slice(7);

@@ -41,8 +41,8 @@ export interface StoreDriver<Settings extends object = object> {
    * down at start-up is reported by checkHealth, and the service starts anyway.
    *
    * It imports the store's module, and so the backend's client, only then: a process loads the
-   * clients of the stores it serves and no others. Loaded up front, the four took 58 MiB of heap
-   * (the Spanner client alone 35 MiB, Bigtable's 30, sharing gRPC), held by every process.
+   * clients of the stores it serves and no others. Loaded up front, the four clients took tens of
+   * MiB of heap in every process, whichever stores it served (figures: docs/performance.md).
    */
   open(store: StoreDefinition<Settings>, context: DriverContext): Promise<DataStore>;
 }

@@ -91,7 +91,7 @@ export interface DataStore {
    * "table") for a missing table is thrown from the first next().
    *
    * Consistency: each row is read atomically (never half of one mutateRow); the scan as a whole
-   * is not a snapshot unless the driver says so in its README section. A row is yielded at most
+   * is not a snapshot unless the driver says so in its page under docs/stores/. A row is yielded at most
    * once per call.
    */
   scanRows(ref: TableRef, scan: ScanRequest, options: CallOptions): AsyncIterable<Row>;

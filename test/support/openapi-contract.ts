@@ -7,14 +7,15 @@ const addFormats = addFormatsModule as unknown as typeof addFormatsModule.defaul
 
 type Json = Record<string, unknown>;
 interface Operation {
-  responses: Record<string, { content?: Record<string, { schema: Json }> }>;
+  responses: Record<string, { headers?: Record<string, unknown>; content?: Record<string, { schema: Json }> }>;
 }
 
 const DOCUMENT_ID = 'kvcrud-openapi';
 
 /**
  * OpenApiContract checks real responses against the service's own OpenAPI document: the status
- * must be documented for the operation, the media type too, and the body must match its schema.
+ * must be documented for the operation, the media type too, the body must match its schema, and
+ * the headers documented for it must be there (every response has X-Request-Id).
  * Responses to paths the document does not have must be the documented ROUTE_NOT_FOUND or
  * METHOD_NOT_ALLOWED problems (or OVERLOADED and RATE_LIMITED, which come before routing).
  */
@@ -46,6 +47,7 @@ export class OpenApiContract {
     this.#checked += 1;
     const where = `${method} ${pathname} -> ${status}`;
     const mediaType = (headers.get('content-type') ?? '').split(';')[0]?.trim() ?? '';
+    expect(headers.get('x-request-id'), `${where}: X-Request-Id`).to.be.a('string');
 
     if (mediaType === 'application/problem+json') {
       const problem = body as Json;
@@ -71,6 +73,7 @@ export class OpenApiContract {
     }
     const response = operation.responses[String(status)];
     expect(response, `${where}: status not documented`).to.not.equal(undefined);
+    for (const name of Object.keys(response?.headers ?? {})) expect(headers.get(name), `${where}: documented header ${name}`).to.not.equal(null);
     if (response !== undefined && response.content === undefined) {
       // A response documented without content (204) has none.
       expect(body, `${where}: body of a response documented as empty`).to.equal('');

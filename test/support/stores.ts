@@ -19,7 +19,7 @@ export const TEST_PROJECT = 'kvcrud-test';
  * style of gocloud.dev's drivertest: a way to open a fresh store, and to close it.
  */
 export interface StoreHarness {
-  /** The adapter's DataStore.type. */
+  /** The name of the adapter's driver (`Driver.name` in src/store/driver.ts): `bigtable`, `embedded`, `redis`, `spanner`. */
   readonly name: string;
   readonly capabilities: StoreCapabilities;
   /** Opens a store serving `instances` that holds nothing another test made. */

@@ -1,15 +1,23 @@
 import { Validator } from '@seriousme/openapi-schema-validator';
+import { Ajv2020 } from 'ajv/dist/2020.js';
+import addFormatsModule from 'ajv-formats';
 import { expect } from 'chai';
+import Joi from 'joi';
 import type { AuthMode } from '../../src/config.ts';
 import { API_OPERATIONS, COMMON_ERRORS } from '../../src/http/api.ts';
 import { type OpenApiOptions, buildOpenApiDocument as buildDocument } from '../../src/http/openapi.ts';
+import { toJsonSchema } from '../../src/http/operations/json-schema.ts';
 import { operationErrors } from '../../src/http/operations/operation.ts';
 import { V1_OPERATIONS } from '../../src/http/v1/operations.ts';
 import { V2_OPERATIONS } from '../../src/http/v2/operations.ts';
+import { mutateRowBody } from '../../src/http/v2/schemas.ts';
 import { validate } from '../../src/http/validate.ts';
 import { PROBLEM_TYPES } from '../../src/http/problems.ts';
 import { ERROR_CODES } from '../../src/service/errors.ts';
 import { OpenApiContract } from '../support/openapi-contract.ts';
+
+// ajv-formats is CommonJS with a default export property.
+const addFormats = addFormatsModule as unknown as typeof addFormatsModule.default;
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- walking a JSON document
 type Json = Record<string, any>;
@@ -138,7 +146,7 @@ describe('the OpenAPI document and authentication', () => {
 
 describe('the response contract check used by every API test', () => {
   const contract = new OpenApiContract(buildOpenApiDocument({ version: '0', instanceIds: ['inst-a'], maxBodyBytes: 1024 }));
-  const jsonHeaders = new Headers({ 'content-type': 'application/json; charset=utf-8' });
+  const jsonHeaders = new Headers({ 'content-type': 'application/json; charset=utf-8', 'x-request-id': 'r1' });
   const problemHeaders = new Headers({ 'content-type': 'application/problem+json', 'x-request-id': 'r1' });
   const problem = (code: string, status: number) => ({ type: '/p', title: 't', status, detail: 'd', instance: '/i', code, requestId: 'r1' });
 
@@ -172,5 +180,157 @@ describe('the response contract check used by every API test', () => {
 
   it('rejects a problem whose requestId differs from the X-Request-Id header', () => {
     expect(() => contract.check('GET', '/nope', 404, problemHeaders, { ...problem('ROUTE_NOT_FOUND', 404), requestId: 'other' })).to.throw(/requestId/);
+  });
+});
+
+describe('the OpenAPI document as validators and client generators read it', () => {
+  const document: Json = buildOpenApiDocument({ version: '1.2.3', instanceIds: ['inst-a'], maxBodyBytes: 1024 });
+  const ajv = new Ajv2020({ strict: false, allErrors: true });
+  addFormats(ajv);
+  ajv.addSchema(document, 'document');
+  /** Validates `value` against the schema at `pointer` (a JSON pointer into the document), or throws naming `where`. */
+  const check = (pointer: string, value: unknown, where: string) => {
+    const validator = ajv.getSchema(`document#${pointer}`);
+    if (validator === undefined) throw new Error(`${where}: no schema at ${pointer}`);
+    if (!validator(value)) throw new Error(`${where}: the example does not match its schema: ${ajv.errorsText(validator.errors)}\n${JSON.stringify(value)}`);
+  };
+  const escape = (token: string) => token.replaceAll('~', '~0').replaceAll('/', '~1');
+  const operations = () =>
+    Object.entries(document['paths'] as Json).flatMap(([path, item]) =>
+      Object.entries(item as Json).map(([method, operation]) => ({ path, method, operation: operation as Json, pointer: `/paths/${escape(path)}/${method}` })),
+    );
+
+  it('has examples that match their schemas: request bodies, responses, problems and parameters', () => {
+    let examples = 0;
+    for (const { pointer, operation } of operations()) {
+      const contents: Array<[string, Json]> = [
+        ...Object.entries((operation['requestBody']?.content ?? {}) as Json).map(([type, content]): [string, Json] => [`${pointer}/requestBody/content/${escape(type)}`, content]),
+        ...Object.entries(operation['responses'] as Json).flatMap(([status, response]) =>
+          Object.entries(((response as Json)['content'] ?? {}) as Json).map(([type, content]): [string, Json] => [`${pointer}/responses/${status}/content/${escape(type)}`, content]),
+        ),
+      ];
+      for (const [at, content] of contents) {
+        if (content['example'] !== undefined) {
+          check(`${at}/schema`, content['example'], at);
+          examples += 1;
+        }
+        for (const [name, example] of Object.entries((content['examples'] ?? {}) as Json)) {
+          check(`${at}/schema`, (example as Json)['value'], `${at} ${name}`);
+          examples += 1;
+        }
+      }
+    }
+    for (const [name, parameter] of Object.entries(document['components']['parameters'] as Json)) {
+      if ((parameter as Json)['example'] !== undefined) check(`/components/parameters/${name}/schema`, (parameter as Json)['example'], name);
+    }
+    for (const { pointer, operation } of operations()) {
+      for (const [index, parameter] of ((operation['parameters'] ?? []) as Json[]).entries()) {
+        if (parameter['example'] !== undefined) check(`${pointer}/parameters/${index}/schema`, parameter['example'], `${pointer} ${parameter['name']}`);
+      }
+    }
+    expect(examples).to.be.greaterThan(100);
+  });
+
+  it('has schema examples that match the schemas they are in', () => {
+    const walk = (node: unknown, pointer: string) => {
+      if (typeof node !== 'object' || node === null) return;
+      if (!Array.isArray(node) && Array.isArray((node as Json)['examples']) && ((node as Json)['type'] !== undefined || (node as Json)['pattern'] !== undefined)) {
+        for (const example of (node as Json)['examples'] as unknown[]) check(pointer, example, pointer);
+      }
+      for (const [key, value] of Object.entries(node)) if (key !== 'examples') walk(value, `${pointer}/${escape(key)}`);
+    };
+    walk(document['components']['schemas'], '/components/schemas');
+  });
+
+  it('gives mutations as a union: exactly one of set, deleteColumn, deleteFamily and deleteRow', () => {
+    const mutations = (mutation: unknown) => ({ mutations: [mutation] });
+    const at = '/components/schemas/RowsMutateRequest';
+    const cell = { family: 'cf', column: 'status', value: 'shipped' };
+    for (const mutation of [{ set: cell }, { deleteColumn: { family: 'cf', column: 'status' } }, { deleteFamily: { family: 'cf' } }, { deleteRow: {} }]) {
+      check(at, mutations(mutation), JSON.stringify(mutation));
+    }
+    for (const mutation of [{}, { set: cell, deleteRow: {} }, { deleteRow: {}, other: 1 }]) {
+      expect(() => check(at, mutations(mutation), JSON.stringify(mutation)), JSON.stringify(mutation)).to.throw(/does not match/);
+    }
+    const items = document['components']['schemas']['RowsMutateRequest']['properties']['mutations']['items'] as Json;
+    expect(items).to.not.have.any.keys('if', 'then', 'else', 'properties');
+    for (const alternative of items['oneOf'] as Json[]) {
+      expect(alternative['required']).to.have.length(1);
+      expect(alternative['additionalProperties']).to.equal(false);
+      const others = Object.entries(alternative['properties'] as Json).filter(([name]) => name !== alternative['required'][0]);
+      expect(others.map(([, schema]) => schema)).to.deep.equal([false, false, false]);
+    }
+  });
+
+  it('says the bounds the service enforces: key lengths, selector and timestamp patterns, base64', () => {
+    const schemas = document['components']['schemas'] as Json;
+    expect(schemas['RowsBatchGetRequest']['properties']['keys']['items']['minLength']).to.equal(1);
+    expect(schemas['RowsBatchGetRequest']['properties']['columns']['items']).to.include({ minLength: 1 }).and.to.have.property('pattern');
+    const entry = schemas['RowsBatchWriteRequest']['properties']['entries']['items'] as Json;
+    expect(entry['properties']['key']['minLength']).to.equal(1);
+    expect(entry['then']['properties']['key']).to.deep.equal({ contentEncoding: 'base64' });
+    const set = schemas['RowsWriteRequest']['properties']['cells']['items'] as Json;
+    const timestamp = new RegExp(set['properties']['timestamp']['pattern'] as string, 'u');
+    for (const text of ['2026-11-21T04:27:00.123Z', '2026-11-21T04:27:00Z', '+294247-01-10T04:00:54.775807Z', '2026-11-21T04:27:00+02:00']) expect(text).to.match(timestamp);
+    for (const text of ['2026-11-21', '2026-11-21 04:27:00Z', '2026-11-21T04:27:00.1234567Z']) expect(text).to.not.match(timestamp);
+    expect(set['if']).to.deep.equal({ properties: { encoding: { const: 'base64' } }, required: ['encoding'] });
+    expect(set['then']['properties']).to.deep.equal({ column: { contentEncoding: 'base64' }, value: { contentEncoding: 'base64' } });
+    const selector = new RegExp(document['paths']['/v2/stores/{store}/instances/{instance}/tables/{table}/rows']['get']['parameters'].find((p: Json) => p['name'] === 'columns')['schema']['items']['pattern'] as string, 'u');
+    for (const text of ['cf', 'cf:status', 'cf:', 'c.f-_1:a:b']) expect(text).to.match(selector);
+    for (const text of ['', ':status', 'c f', 'x'.repeat(65)]) expect(text).to.not.match(selector);
+  });
+
+  it('documents 405 and 431 on every operation, and X-Request-Id on every response', () => {
+    for (const { pointer, operation } of operations()) {
+      const responses = operation['responses'] as Json;
+      expect(responses, pointer).to.include.keys('405', '431');
+      expect(responses['405'].content['application/problem+json'].schema.allOf[1].properties.code.enum, pointer).to.deep.equal(['METHOD_NOT_ALLOWED']);
+      expect(responses['405'].headers, pointer).to.have.property('Allow');
+      for (const [status, response] of Object.entries(responses)) {
+        expect((response as Json)['headers']?.['X-Request-Id'], `${pointer} ${status}`).to.deep.equal({ $ref: '#/components/headers/X-Request-Id' });
+      }
+    }
+  });
+
+  it('names the service that serves it as its server, by a relative URL', () => {
+    expect(document['servers']).to.deep.equal([{ url: '/', description: 'The service that serves this document.' }]);
+  });
+});
+
+describe('the validation messages of a mutation', () => {
+  const problems = async (mutation: unknown): Promise<string> => {
+    try {
+      await validate(mutateRowBody, { mutations: [mutation] });
+      return 'valid';
+    } catch (error) {
+      return JSON.stringify((error as { extensions?: unknown }).extensions);
+    }
+  };
+
+  it('names the keys a mutation may have when it has none of them', async () => {
+    expect(await problems({})).to.contain('must have one of [set, deleteColumn, deleteFamily, deleteRow]').and.not.contain('cell');
+  });
+
+  it('names the keys it has when it has more than one', async () => {
+    expect(await problems({ set: { family: 'cf', column: 'a', value: 'b' }, deleteRow: {} })).to.contain('must have only one of [set, deleteColumn, deleteFamily, deleteRow], not [set, deleteRow]');
+  });
+});
+
+describe('the JSON Schema of a joi xor', () => {
+  const ajv = new Ajv2020({ strict: false });
+
+  it('is a oneOf of closed alternatives, each with the shared members and one peer', () => {
+    const schema = toJsonSchema(Joi.object({ id: Joi.string().required(), note: Joi.string(), a: Joi.number(), b: Joi.number() }).xor('a', 'b'));
+    expect(schema).to.not.have.any.keys('if', 'then', 'else', 'properties');
+    const validate = ajv.compile(schema);
+    expect([{ id: 'x', a: 1 }, { id: 'x', b: 1, note: 'n' }].map((value) => validate(value))).to.deep.equal([true, true]);
+    expect([{ id: 'x' }, { id: 'x', a: 1, b: 2 }, { a: 1 }, { id: 'x', a: 1, c: 3 }].map((value) => validate(value))).to.deep.equal([false, false, false, false]);
+  });
+
+  it('still says exactly one of the peers when the object has other dependencies', () => {
+    const schema = toJsonSchema(Joi.object({ a: Joi.number(), b: Joi.number(), c: Joi.number(), d: Joi.number() }).xor('a', 'b').with('c', 'd'));
+    const validate = ajv.compile(schema);
+    expect([{ a: 1 }, { b: 1, c: 1, d: 1 }].map((value) => validate(value))).to.deep.equal([true, true]);
+    expect([{}, { a: 1, b: 1 }, { a: 1, c: 1 }].map((value) => validate(value))).to.deep.equal([false, false, false]);
   });
 });

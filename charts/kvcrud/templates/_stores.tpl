@@ -1,7 +1,7 @@
 {{/*
 The stores map (values `stores` and `defaultStore`), rendered into the service's STORES_FILE.
 
-Each driver the chart knows defines three templates, called with
+Each driver the chart knows defines four templates, called with
 (dict "name" STORE-NAME "store" ENTRY "root" $):
 - kvcrud.stores.DRIVER.problems: a YAML list of what is wrong with the entry (beyond the schema),
   each naming the entry (stores.NAME.FIELD);

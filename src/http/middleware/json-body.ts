@@ -40,8 +40,8 @@ const RATE_CHECK_INTERVAL_MS = 250;
 const STRICT_UTF8 = new TextDecoder('utf-8', { fatal: true });
 /**
  * A body of this size or more is decoded this many bytes per turn of the event loop, and parsed a
- * piece at a time (json-pieces.ts). Joining, decoding and parsing a 7.8 MB body in one go was the
- * longest piece of a large write (157-188 ms under the profiler, two at once).
+ * piece at a time (json-pieces.ts). Joining, decoding and parsing a large body in one go was the
+ * longest stretch of a large write (figures: docs/performance.md).
  */
 const PIECE_BYTES = 1024 * 1024;
 // What may come before the first value, per RFC 8259; a body must be an object or an array.
@@ -65,7 +65,7 @@ export function jsonBody(options: JsonBodyOptions): Middleware<AppState> {
     text: true,
     textTypes: JSON_TYPES,
     // No decoding while reading (raw-body's `encoding` is falsy): a large body is not turned into a
-    // string and back, which held the event loop for about 20 ms per 8 MB.
+    // string and back, which held the event loop in proportion to its size (docs/performance.md).
     encoding: '',
     textLimit: options.limitBytes,
     urlencoded: false,

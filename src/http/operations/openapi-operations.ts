@@ -1,17 +1,12 @@
-import type Joi from 'joi';
-import joiToJson from 'joi-to-json';
 import type { ErrorCode } from '../../service/errors.ts';
 import { PROBLEM_TYPES, problemType } from '../problems.ts';
+import { type JsonObject, toJsonSchema } from './json-schema.ts';
 import { AUTH_ERRORS, type ExampleNames, type Operation, operationErrors } from './operation.ts';
 
-export type { ExampleNames };
-
-export type JsonObject = Record<string, unknown>;
+export type { ExampleNames, JsonObject };
+export { toJsonSchema };
 
 const PROBLEM_JSON = 'application/problem+json';
-// joi-to-json is CommonJS (module.exports = parse) and its types say otherwise; it takes a schema instance.
-const parse = joiToJson as unknown as (schema: Joi.Schema, mode: 'open-api-3.1') => JsonObject;
-export const toJsonSchema = (schema: Joi.Schema): JsonObject => parse(schema, 'open-api-3.1');
 export const ref = (kind: string, name: string): JsonObject => ({ $ref: `#/components/${kind}/${name}` });
 
 export interface OperationDocsOptions {
@@ -39,7 +34,7 @@ export function operationPaths(
     const successName = componentName(operation.operationId, 'Response');
     const success: JsonObject = {
       description: operation.success.description,
-      headers: { 'X-Request-Id': ref('headers', 'X-Request-Id') },
+      headers: REQUEST_ID_HEADER,
     };
     if (operation.success.schema !== undefined) {
       componentSchemas[successName] = toJsonSchema(operation.success.schema);
@@ -110,12 +105,23 @@ function queryParameters(operation: Operation): JsonObject[] {
 }
 
 /**
- * One response per status, whose schema admits exactly the codes the operation can answer with,
- * and an example of each of those codes as the operation would answer it.
+ * Codes any request may be answered with, whatever its operation: headers larger than the service
+ * reads (431, answered before routing), and a method the path does not serve (405: the document
+ * says it of each operation of the path, since OpenAPI has no place for a path's other methods).
+ */
+const EVERY_REQUEST_ERRORS: readonly ErrorCode[] = ['METHOD_NOT_ALLOWED', 'HEADERS_TOO_LARGE'];
+
+/** The header every answer carries, success or failure. */
+export const REQUEST_ID_HEADER: JsonObject = { 'X-Request-Id': ref('headers', 'X-Request-Id') };
+
+/**
+ * One response per status, whose schema admits exactly the codes the operation can answer with
+ * (and EVERY_REQUEST_ERRORS), with the X-Request-Id header, and an example of each of those codes
+ * as the operation would answer it.
  */
 export function problemResponses(codes: readonly ErrorCode[], path: string): JsonObject {
   const byStatus = new Map<number, ErrorCode[]>();
-  for (const code of codes) {
+  for (const code of new Set([...codes, ...EVERY_REQUEST_ERRORS])) {
     const status = PROBLEM_TYPES[code].status;
     byStatus.set(status, [...(byStatus.get(status) ?? []), code]);
   }
@@ -123,10 +129,12 @@ export function problemResponses(codes: readonly ErrorCode[], path: string): Jso
   for (const [status, statusCodes] of [...byStatus].sort(([a], [b]) => a - b)) {
     responses[status] = {
       description: statusCodes.map((code) => `\`${code}\`: ${PROBLEM_TYPES[code].description}`).join('\n\n'),
-      // X-Request-Id is said once, in the Problem schema's requestId and the service description:
-      // a table of it under every status made each operation 1,000-1,300 px taller in the explorer.
-      ...(status === 503 || status === 429 || status === 507 ? { headers: { 'Retry-After': ref('headers', 'Retry-After') } } : {}),
-      ...(status === 401 ? { headers: { 'WWW-Authenticate': ref('headers', 'WWW-Authenticate') } } : {}),
+      headers: {
+        ...REQUEST_ID_HEADER,
+        ...(status === 503 || status === 429 || status === 507 ? { 'Retry-After': ref('headers', 'Retry-After') } : {}),
+        ...(status === 401 ? { 'WWW-Authenticate': ref('headers', 'WWW-Authenticate') } : {}),
+        ...(status === 405 ? { Allow: ref('headers', 'Allow') } : {}),
+      },
       content: {
         [PROBLEM_JSON]: {
           schema: { allOf: [ref('schemas', 'Problem'), { properties: { code: { enum: statusCodes }, status: { const: status } } }] },

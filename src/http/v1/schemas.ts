@@ -7,6 +7,7 @@
  */
 import { isUtf8 } from 'node:buffer';
 import Joi, { type CustomHelpers } from 'joi';
+import { base64WithEncoding } from '../operations/json-schema.ts';
 import { itemwise } from '../validate.ts';
 import { BASE64, NAME_LIMITS, base64Length, carriesRowKeys, columnFamily, tableName, wellFormed } from '../schemas.ts';
 
@@ -51,15 +52,13 @@ function encodedText(maxBytes: number | undefined) {
 
 const cellInput = Joi.object({
   columnFamily: columnFamily.required(),
-  columnName: Joi.string()
-    .allow('')
+  columnName: base64WithEncoding(Joi.string().allow(''))
     .max(base64Length(LIMITS.columnNameBytes))
     .custom(encodedText(LIMITS.columnNameBytes))
     .required()
     .description(`Column qualifier: at most ${LIMITS.columnNameBytes} bytes (UTF-8 text, or base64 when \`encoding\` is "base64").`)
     .example('status'),
-  columnValue: Joi.string()
-    .allow('')
+  columnValue: base64WithEncoding(Joi.string().allow(''))
     .custom(encodedText(undefined))
     .required()
     .description('Cell value: UTF-8 text, or base64 when `encoding` is "base64".')
@@ -207,8 +206,8 @@ export const insertDataResponse = Joi.object({
 
 const cellOutput = Joi.object({
   columnFamily: columnFamily.required(),
-  columnName: Joi.string().allow('').required().example('status'),
-  columnValue: Joi.string().allow('').required().example('shipped'),
+  columnName: base64WithEncoding(Joi.string().allow('')).required().example('status'),
+  columnValue: base64WithEncoding(Joi.string().allow('')).required().example('shipped'),
   encoding: Joi.string()
     .valid('base64')
     .description('Present when the column name or value is not valid UTF-8: both are then base64.'),

@@ -1,5 +1,6 @@
 import { usableStores } from '../../auth/access.ts';
 import { ApiError, type ErrorCode } from '../../service/errors.ts';
+import { publishedLimits } from '../../service/limits.ts';
 import type { TableTarget } from '../../service/tables.ts';
 import { isLarge, mapInSlices, nextTurn } from '../../service/slices.ts';
 import { shorten } from '../../service/text.ts';
@@ -23,6 +24,32 @@ const ROW = `${ROWS}/{key}`;
 const INSTANCE_PARAMETERS = ['store', 'instance'];
 const TABLE_PARAMETERS = [...INSTANCE_PARAMETERS, 'table'];
 const ROW_PARAMETERS = [...TABLE_PARAMETERS, 'key'];
+
+/** A store as GET /v2/stores describes it, for the examples: one that can do everything, with Bigtable's bounds. */
+function exampleStore(name: string, instance: string) {
+  const MIB = 1024 * 1024;
+  return {
+    name,
+    driver: name,
+    default: true,
+    instances: [instance],
+    capabilities: { multipleVersions: true, maxAge: true, reverseScan: true },
+    limits: publishedLimits({
+      keyBytes: 4096,
+      columnBytes: 16 * 1024,
+      valueBytes: 100 * MIB,
+      mutationsPerRow: 100_000,
+      bytesPerRow: 256 * MIB,
+      entriesPerBatch: 1000,
+      mutationsPerBatch: 100_000,
+      bytesPerBatch: 256 * MIB,
+      rowsPerPage: 1000,
+      familiesPerTable: 100,
+      versionsPerRead: 1000,
+      timestampGranularityMicros: 1000,
+    }),
+  };
+}
 
 const target = (params: schemas.TablePath): TableTarget => ({ store: params.store, instance: params.instance, table: params.table });
 const selection = (query: schemas.ReadQuery, inUrl: boolean) => ({
@@ -50,7 +77,7 @@ export const V2_OPERATIONS: readonly Operation[] = [
       status: 200,
       description: 'The stores.',
       schema: schemas.storesResponse,
-      example: ({ store, instance }) => ({ stores: [{ name: store, driver: store, default: true, instances: [instance] }] }),
+      example: ({ store, instance }) => ({ stores: [exampleStore(store, instance)] }),
     },
     errors: [],
     handle: (_input, { services, caller }) => {
@@ -76,7 +103,7 @@ export const V2_OPERATIONS: readonly Operation[] = [
     query: schemas.noQuery,
     summary: 'Describe a store',
     description: 'The store, with the instances the caller may use there, what it can do (`capabilities`) and its `limits`.',
-    success: { status: 200, description: 'The store.', schema: schemas.storeResponse },
+    success: { status: 200, description: 'The store.', schema: schemas.storeResponse, example: ({ store, instance }) => exampleStore(store, instance) },
     errors: ['STORE_NOT_FOUND'],
     handle: ({ params }, { services, caller }) => {
       const usable = caller === undefined ? undefined : usableStores(caller, services.stores).find((store) => store.name === params.store);

@@ -8,7 +8,8 @@ import Joi, { type CustomHelpers } from 'joi';
 import { ERROR_CODES } from '../../service/errors.ts';
 import { CAPABILITY_DESCRIPTIONS, LIMIT_DESCRIPTIONS, SERVICE_LIMITS } from '../../service/limits.ts';
 import { MAX_PAGE_TOKEN_CHARS } from '../../service/page-tokens.ts';
-import { parseTimestamp } from '../../service/timestamps.ts';
+import { RFC_3339_TIMESTAMP, parseTimestamp } from '../../service/timestamps.ts';
+import { base64WithEncoding } from '../operations/json-schema.ts';
 import { BASE64, carriesRowKeys, columnFamily, tableName } from '../schemas.ts';
 import { BASE64URL } from './bytes.ts';
 
@@ -110,7 +111,7 @@ function checkText(value: string, helpers: CustomHelpers): string | Joi.ErrorRep
 
 /** A byte string in a JSON body: base64 in base64 mode or when its object says so, else UTF-8 text. */
 function bodyBytes(description: string, empty = true) {
-  return (empty ? Joi.string().allow('') : Joi.string())
+  return base64WithEncoding(empty ? Joi.string().allow('') : Joi.string().min(1))
     .custom((value: string, helpers) => {
       if (!requestInBase64(helpers) && !objectInBase64(helpers)) return checkText(value, helpers);
       return BASE64.test(value) ? value : helpers.message({ custom: '{{#label}} is not valid base64 (RFC 4648, padded)' });
@@ -129,14 +130,20 @@ function urlBytes(description: string, siblingEncoding: boolean) {
 }
 
 const FAMILY_NAME = /^[-_.a-zA-Z0-9]{1,64}$/;
+/** What a column selector looks like whatever the encoding: a family name, then optionally `:` and a column. */
+const COLUMN_SELECTOR = /^[-_.a-zA-Z0-9]{1,64}(?::[\s\S]*)?$/;
+const SELECTOR_MESSAGE = '{{#label}} must be family or family:column, with a family of 1-64 characters [-_.a-zA-Z0-9]';
 
 /** `family` or `family:column`: the column in base64 (base64url in the query) in base64 mode. */
 function columnSelectors(inQuery: boolean) {
   const item = Joi.string()
+    .min(1)
+    .pattern(COLUMN_SELECTOR)
+    .rule({ message: { 'string.pattern.base': SELECTOR_MESSAGE } })
     .custom((value: string, helpers) => {
       const colon = value.indexOf(':');
       const family = colon === -1 ? value : value.slice(0, colon);
-      if (!FAMILY_NAME.test(family)) return helpers.message({ custom: '{{#label}} must be family or family:column, with a family of 1-64 characters [-_.a-zA-Z0-9]' });
+      if (!FAMILY_NAME.test(family)) return helpers.message({ custom: SELECTOR_MESSAGE });
       if (colon === -1) return value;
       const column = value.slice(colon + 1);
       // In the query the selectors are items of an array of the query object.
@@ -164,12 +171,11 @@ const versions = Joi.number()
   .max(MAX_COUNT)
   .description("Versions of each column to read, newest first; 1 (the default) for the latest only. At most the store's `versionsPerRead`.");
 
+const TIMESTAMP_MESSAGE = '{{#label}} must be an RFC 3339 timestamp from 1970 on, with at most microsecond precision';
 const timestamp = Joi.string()
-  .custom((value: string, helpers) =>
-    parseTimestamp(value) === undefined
-      ? helpers.message({ custom: '{{#label}} must be an RFC 3339 timestamp from 1970 on, with at most microsecond precision' })
-      : value,
-  )
+  .pattern(RFC_3339_TIMESTAMP)
+  .rule({ message: { 'string.pattern.base': TIMESTAMP_MESSAGE } })
+  .custom((value: string, helpers) => (parseTimestamp(value) === undefined ? helpers.message({ custom: TIMESTAMP_MESSAGE }) : value))
   .description(
     "The version's timestamp (RFC 3339, e.g. 2026-11-21T04:27:00.123Z), a multiple of the store's `timestampGranularityMicros`. " +
       'Absent: the service assigns the time of the request, the same to every cell of the request. Set it to make a retried write idempotent.',
@@ -317,6 +323,11 @@ const mutation = Joi.object<MutationBody>({
   deleteRow: Joi.object({}).description('Deletes the whole row.'),
 })
   .xor('set', 'deleteColumn', 'deleteFamily', 'deleteRow')
+  // joi names the peers by their labels, and `set` holds a schema labelled `cell`: the keys are what the caller writes.
+  .messages({
+    'object.missing': '{{#label}} must have one of {{#peers}}',
+    'object.xor': '{{#label}} must have only one of {{#peers}}, not {{#present}}',
+  })
   .label('mutation');
 
 const mutations = Joi.array()
@@ -399,8 +410,8 @@ const keyEncoding = Joi.string().valid('base64').description('Present when the k
 
 const cellOutput = Joi.object({
   family: columnFamily.required(),
-  column: Joi.string().allow('').required().example('status'),
-  value: Joi.string().allow('').required().example('shipped'),
+  column: base64WithEncoding(Joi.string().allow('')).required().example('status'),
+  value: base64WithEncoding(Joi.string().allow('')).required().example('shipped'),
   timestamp: Joi.string()
     .pattern(TIMESTAMP_PATTERN)
     .required()
@@ -410,7 +421,7 @@ const cellOutput = Joi.object({
 });
 
 const rowOutput = Joi.object({
-  key: Joi.string().required().example('order#1001'),
+  key: base64WithEncoding(Joi.string()).required().example('order#1001'),
   encoding: keyEncoding,
   cells: Joi.array()
     .items(cellOutput)
@@ -442,7 +453,7 @@ export const batchGetResponse = Joi.object({
   rows: Joi.array()
     .items(
       Joi.object({
-        key: Joi.string().required(),
+        key: base64WithEncoding(Joi.string()).required(),
         encoding: keyEncoding,
         found: Joi.boolean().required().description('false: the row has none of the cells asked for (or does not exist); `cells` is empty.'),
         cells: Joi.array().items(cellOutput).required(),
@@ -457,7 +468,7 @@ export const batchWriteResponse = Joi.object({
     .items(
       Joi.object({
         index: Joi.number().integer().min(0).required().description('The entry this is the result of.'),
-        key: Joi.string().required(),
+        key: base64WithEncoding(Joi.string()).required(),
         encoding: keyEncoding,
         code: Joi.string()
           .valid('OK', ...ERROR_CODES)

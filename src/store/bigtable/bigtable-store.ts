@@ -452,9 +452,9 @@ export class BigtableStore implements DataStore {
  * The generated data and table-admin clients, started, and the data client's own gRPC stub
  * (authenticated like the client). Data calls are made on the stub directly, as this adapter does
  * its own retries and deadlines anyway: gax's streaming wrapper (a proxy stream, retry-request,
- * pipes) cost 130-230 µs of CPU per single-row read against 80-90 µs for the bare call, and its
- * unary wrapper about 50 µs per MutateRow (bench/mutate-row-path.ts). Admin calls, which are
- * rare, and pingAndWarm keep using gax.
+ * pipes) cost more CPU per single-row read than the bare call itself, and its unary wrapper a good
+ * part of a MutateRow's (bench/mutate-row-path.ts; figures: docs/performance.md). Admin calls,
+ * which are rare, and pingAndWarm keep using gax.
  */
 interface BigtableClients {
   readonly data: v2.BigtableClient;

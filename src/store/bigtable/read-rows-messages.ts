@@ -18,8 +18,8 @@ export function isLarge(message: Buffer): boolean {
 
 /**
  * ReadRowsDecoder turns the encoded messages of one ReadRows stream into rows, with the client's
- * own deserializer. The emulator sends a whole row, however wide, as one message (12 MB for
- * 100,000 cells), whose decoding in one go held the event loop for hundreds of milliseconds; so a
+ * own deserializer. The emulator sends a whole row, however wide, as one message, whose decoding
+ * in one go held the event loop far too long for a wide row (docs/performance.md); so a
  * large message is cut at the boundaries of its top-level fields (the chunks) into pieces of about
  * PIECE_BYTES, decoded one after another with pauses between slices. Cutting between fields keeps
  * every chunk whole, and a repeated field's elements may be split over messages.

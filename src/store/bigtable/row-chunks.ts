@@ -86,8 +86,8 @@ export function sortCells(cells: Cell[]): Cell[] {
 }
 
 /**
- * sortCells for a large row, a slice at a time: sorting 200,000 cells in one go held the event
- * loop for 20-60 ms. Bigtable sends a family's cells together and already in contract order, so
+ * sortCells for a large row, a slice at a time: sorting the widest rows in one go held the event
+ * loop for tens of milliseconds (docs/performance.md). Bigtable sends a family's cells together and already in contract order, so
  * only the families are put in order; a row that breaks that is sorted in one go.
  */
 export async function sortCellsInSlices(cells: Cell[], turns: Turns): Promise<Cell[]> {

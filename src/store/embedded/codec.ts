@@ -15,8 +15,8 @@ const INITIAL_BYTES = 256;
 export const ATTACH_MIN_BYTES = 64 * 1024;
 /**
  * Bytes of a tall value copied into a message at a time by bytesInPieces: a few milliseconds, where
- * one copy of a 64 MiB value held the event loop for 63-85 ms (most of it the message's new pages
- * touched for the first time).
+ * one copy of the largest values held the event loop far longer (most of it the message's new pages
+ * touched for the first time; figures: docs/performance.md).
  */
 export const COPY_PIECE_BYTES = 4 * 1024 * 1024;
 /** Stands for a length where the bytes are the message's attachment whose index follows. */
@@ -166,7 +166,7 @@ export class Encoder {
 
   /**
    * finish(), but the buffer may go on past the encoded bytes, in zeros, by up to an eighth of
-   * its size: cutting that off would copy the whole message (some 30 ms for a 32 MiB value). For
+   * its size: cutting that off would copy the whole message, tens of milliseconds for a tall value. For
    * messages whose reader stops at a zero where the next item would start.
    */
   finishPadded(): ArrayBuffer {

@@ -44,12 +44,11 @@ const DEFAULT_READERS = 2;
 /**
  * Each SQLite thread's heap: a 12 MiB young generation (4 MiB semi-spaces) and at most 128 MiB of
  * old space, whatever sizes the main thread's (heap-size.ts). A thread keeps no data between calls,
- * only the garbage of the call it runs, so a small young generation is collected often and cheaply.
- * Under a 30-minute soak each thread's heap stayed at 11-23 MiB and the process's RSS grew 11.9 MiB;
- * with the main thread's 16 MiB semi-spaces the threads grew to 29-37 MiB and RSS by 73.8 MiB.
- * The old space is not sized down with the process's memory budget: the writer thread's heap
- * reached 68 MB applying the largest write (100,000 cells; --trace-gc under bench/event-loop.ts),
- * and a thread past its limit ends, failing its calls. Readers stayed at 10-12 MB.
+ * only the garbage of the call it runs, so a small young generation is collected often and cheaply;
+ * with the main thread's larger semi-spaces the threads' heaps, and the process's RSS, kept growing
+ * under a soak. The old space is not sized down with the process's memory budget: the writer
+ * thread's heap needs far more than a reader's to apply the largest write (100,000 cells), and a
+ * thread past its limit ends, failing its calls. The figures: docs/performance.md.
  */
 export const THREAD_RESOURCE_LIMITS: ResourceLimits = Object.freeze({ maxOldGenerationSizeMb: 128, maxYoungGenerationSizeMb: 12 });
 /** Rows a scan asks its thread for at once: small enough that the first rows come quickly. */

@@ -1,8 +1,8 @@
 import type { Spanner } from '@google-cloud/spanner';
 
 /*
- * The Spanner client serializes a commit's request in one go, on the event loop: 70-85 ms for a
- * write of 10,000 cells. So the store encodes each of a write's mutations itself, with the
+ * The Spanner client serializes a commit's request in one go, on the event loop, which for a wide
+ * write is the longest stretch of it (figures: docs/stores/spanner.md). So the store encodes each of a write's mutations itself, with the
  * client's own serializer, as it queues them (a few hundred rows each, paced in slices), and the
  * client's gRPC stub is given a commit method that sends the request as those bytes joined.
  * Protobuf appends the elements of a repeated field that concatenated messages hold, so Spanner

@@ -290,8 +290,9 @@ export class SpannerStore implements DataStore {
 
   /**
    * The client is not the one commit-request.ts was written for (a new release of it): writes stay
-   * correct, but each commit's request is serialized in one stretch of the event loop (70-85 ms
-   * for 10,000 cells). Said once, as a warning, rather than left for a latency graph to find.
+   * correct, but each commit's request is serialized in one stretch of the event loop, long for a
+   * wide write (docs/stores/spanner.md). Said once, as a warning, rather than left for a latency
+   * graph to find.
    */
   #clientUnshaped(why: string): void {
     if (this.#saidClientUnshaped) return;
