@@ -1,6 +1,6 @@
 import Joi from 'joi';
 import { isTrustedUrl } from './auth/trusted-url.ts';
-import { isTrustedProxy } from './http/client-address.ts';
+import { isTrustedProxy } from './http/admission/client-address.ts';
 import { STORE_VARIABLES, type StoresConfig, loadStores } from './store/stores-config.ts';
 
 /** The service's whole configuration, built once from the environment by loadConfig. */

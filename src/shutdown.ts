@@ -1,6 +1,6 @@
 import type { Server } from 'node:http';
 import type { Logger } from 'pino';
-import type { DrainState } from './http/drain-state.ts';
+import type { DrainState } from './http/admission/drain-state.ts';
 import { closeStores } from './store/open-store.ts';
 import type { StoreSet } from './store/store-set.ts';
 

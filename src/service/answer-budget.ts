@@ -6,7 +6,7 @@ import { SERVICE_LIMITS } from './limits.ts';
  * The memory a byte of an answer's keys, columns and values takes until the answer is sent:
  * the row as read, its text in the rendered answer and again in the JSON (more in base64), and
  * the bytes handed to the socket, as measured on pages of large rows (docs/performance.md). A value of 64 KiB or more takes less
- * (JsonText in http/json-answer.ts): as text, its bytes as read are what the socket is handed;
+ * (JsonText in http/json/json-answer.ts): as text, its bytes as read are what the socket is handed;
  * in base64, their base64 too. The figure is kept for the small values, which rows of many cells hold.
  */
 const MEMORY_BYTES_PER_ANSWER_BYTE = 5;
@@ -20,7 +20,7 @@ export function answerBudgetBytes(heapLimitBytes = getHeapStatistics().heap_size
   return Math.max(SERVICE_LIMITS.pageBytes, Math.floor(heapLimitBytes / 4 / MEMORY_BYTES_PER_ANSWER_BYTE));
 }
 
-/** The 503 of an answer whose turn did not come in time. */
+/** The 503 of an answer not admitted in time. */
 export function answersOverloaded(): ApiError {
   return new ApiError('OVERLOADED', 'The service holds as many large answers as its memory allows. Retry shortly.');
 }
@@ -30,27 +30,27 @@ export function answersOverloaded(): ApiError {
  * are read and given back all at once when the answer has been written or the client has gone.
  */
 export interface AnswerHold {
-  /** Takes `bytes` if the budget has room for them and no answer is waiting for its turn; whether it did. */
+  /** Takes `bytes` if the budget has room for them and no answer is waiting to be admitted; whether it did. */
   tryTake(bytes: number): boolean;
   /** Takes `bytes` whether or not they fit: a page's first row. */
   take(bytes: number): void;
   /**
-   * Waits for the turn to read an answer expected to hold `estimate` bytes, in arrival order, and
-   * takes them then: once they fit (or the budget holds nothing). An answer whose size nobody can
+   * Waits until an answer expected to hold `estimate` bytes is admitted to read, in arrival order,
+   * and takes them then: once they fit (or the budget holds nothing). An answer whose size nobody can
    * estimate (0) goes once there is any room, and those behind it wait until it has settled.
-   * Resolves to whether the turn came: false after the budget's turnWaitMs, or once the hold is
-   * released.
+   * Resolves to whether it was admitted: false after the budget's turnWaitMs, or once the hold is
+   * released. (The name keeps the older word for admission.)
    */
   turn(estimate?: number): Promise<boolean>;
   /**
-   * Replaces what the turn took with `bytes`, what the answer read: gives back what was estimated
+   * Replaces what admission took with `bytes`, what the answer read: gives back what was estimated
    * beyond them at once, and otherwise waits for room for the rest, before those waiting to read.
    * Resolves as turn does.
    */
   settle(bytes: number): Promise<boolean>;
   /**
-   * Replaces what the turn took with a new `estimate`, as settle does, but as an estimate still:
-   * settle replaces it in turn once the answer has read. For an answer let in to read without an
+   * Replaces what admission took with a new `estimate`, as settle does, but as an estimate still:
+   * settle replaces it in its place once the answer has read. For an answer admitted to read without an
    * estimate (so alone) whose size has since become known.
    */
   reestimate(estimate: number): Promise<boolean>;
@@ -110,7 +110,7 @@ export class AnswerBudget {
 /** The state an AnswerBudget and its holds share: what is held, and who waits for room. */
 class Room {
   readonly limitBytes: number;
-  /** How long an answer may wait for each turn (as long as a large body may). */
+  /** How long an answer may wait for each admission (as long as a large body may). */
   readonly turnWaitMs: number;
   inUse = 0;
   readonly waiting: Waiter[] = [];
@@ -122,7 +122,7 @@ class Room {
     this.turnWaitMs = turnWaitMs;
   }
 
-  /** Whether no answer waits for its turn or reads without an estimate, not having counted what it read. */
+  /** Whether no answer waits to be admitted or reads without an estimate, not having counted what it read. */
   open(): boolean {
     return this.waiting.length === 0 && this.reading === undefined;
   }
@@ -172,7 +172,7 @@ class Hold implements AnswerHold {
   #firstUse: FirstUse | undefined;
   readonly #owner: unknown;
   #held = 0;
-  /** What the turn to read took, until the answer settles. */
+  /** What admission to read took, until the answer settles. */
   #estimated = 0;
   #released = false;
 
@@ -220,12 +220,12 @@ class Hold implements AnswerHold {
     return this.#replace(estimate, true);
   }
 
-  /** Replaces what the turn took with `bytes`: an estimate still, or what the answer read. */
+  /** Replaces what admission took with `bytes`: an estimate still, or what the answer read. */
   #replace(bytes: number, estimate: boolean): Promise<boolean> {
     this.#use();
     if (this.#released) return Promise.resolve(false);
     const room = this.#room;
-    // It has had its turn: it knows its size now, and comes before those waiting to read.
+    // It was admitted and has read: it knows its size now, and comes before those waiting to read.
     if (room.reading === this) room.reading = undefined;
     this.#held -= this.#estimated;
     room.inUse -= this.#estimated;

@@ -1,6 +1,6 @@
 import type { Micros, Mutation, StoreLimits } from '../store/store.ts';
 import { tooMany, tooManyBytes, overLimit } from './limits.ts';
-import { mapInSlices } from './slices.ts';
+import { mapInSlices } from '../lib/slices.ts';
 import { MAX_TIMESTAMP_MICROS } from './timestamps.ts';
 
 /**

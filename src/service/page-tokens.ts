@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { ColumnSelector, KeyRange } from '../store/store.ts';
-import { readVarint, varint } from '../store/varint.ts';
+import { readVarint, varint } from '../lib/varint.ts';
 import { ApiError } from './errors.ts';
 import { commonPrefixLength } from './key-ranges.ts';
 

@@ -1,19 +1,19 @@
 import type { NamedStore } from '../store/store-set.ts';
 import type { ColumnSelector, ReadSelection, Row, RowMutations, TableRef } from '../store/store.ts';
 import { isStoreError } from '../store/errors.ts';
-import { type AnswerHold, answersOverloaded } from './answer-budget.ts';
-import { AnswerSizes, type AnswerSubject, answerSubject } from './answer-sizes.ts';
+import { answerSubject } from './answer-sizes.ts';
 import { ApiError } from './errors.ts';
 import { prefixRange } from './key-ranges.ts';
 import { DEFAULT_PAGE_SIZE, SERVICE_LIMITS, notSupported, overLimit, tooMany, tooManyBytes } from './limits.ts';
 import { type MutationFields, type MutationInput, checkKey, checkRowMutations, checkRowMutationsInSlices, withTimestamps, withTimestampsInSlices } from './mutations.ts';
 import { type ScanQuery, decodePageToken } from './page-tokens.ts';
 import { type RequestOptions, callOptions } from './requests.ts';
-import { type ScanPage, readPage, rowBytes } from './scan-pages.ts';
+import { ReadAdmission } from './read-admission.ts';
+import { type ScanPage, readPage } from './scan-pages.ts';
 import { apiErrorOf } from './store-errors.ts';
 import type { StoreDirectory } from './stores.ts';
 import type { TableTarget } from './tables.ts';
-import { nextTurn } from './slices.ts';
+import { nextTurn } from '../lib/slices.ts';
 import { WriteClock } from './timestamps.ts';
 
 export type { MutationFields, MutationInput, ScanPage };
@@ -31,13 +31,6 @@ export interface SelectionFields {
 }
 
 const SELECTION_FIELDS: SelectionFields = { columns: 'columns', versions: 'versions' };
-
-/**
- * Rows of at least this many bytes read one at a time (get, readCellData) are counted in the
- * answer budget. Below it a row is not worth a turn: a small read is the common case, and costs
- * its caller nothing for it.
- */
-const HELD_ROW_BYTES = 64 * 1024;
 
 /** Rows written of at least this many bytes are given to the store in a turn of their own: a few milliseconds of copying. */
 const TALL_ROW_BYTES = 4 * 1024 * 1024;
@@ -81,9 +74,7 @@ export class RowService {
   readonly #stores: StoreDirectory;
   readonly #timeoutMs: number;
   readonly #clocks = new Map<string, WriteClock>();
-  readonly #answerSizes = new AnswerSizes();
-  /** The first read of a row since the service started, made when nothing was known of answers' sizes. */
-  #firstRead: Promise<void> | undefined;
+  readonly #admission = new ReadAdmission();
   readonly #now: () => number;
 
   constructor(deps: RowServiceDeps) {
@@ -93,61 +84,36 @@ export class RowService {
   }
 
   /**
-   * The row with the selected cells, or null when it has none. A row of HELD_ROW_BYTES or more is
-   * counted in the request's answer budget as a batchGet of one key is: where the table's rows are
-   * expected to be that large, the read waits for its turn before it reads; a row found that large
-   * waits for room for itself before it is rendered. Smaller rows are not counted, and never wait.
+   * The row with the selected cells, or null when it has none. A large row is counted in the
+   * request's answer budget as a batchGet of one key is (HELD_ROW_BYTES, read-admission.ts).
    */
   async read(target: TableTarget, key: Buffer, selection: Selection, keyField: string, request: RequestOptions = {}): Promise<Row | null> {
     const named = this.#stores.instance(target.store, target.instance);
     checkKey(named.store.limits, key, keyField);
     const readSelection = this.#selection(named, selection);
-    const { answer } = request;
     const subject = answerSubject(tableName(target), readSelection);
-    let estimate = this.#answerSizes.estimate(subject, 1);
-    let first = false;
-    if (estimate === 0 && answer !== undefined) {
-      // Nothing known yet (the service just started): the first such read goes, and the others
-      // wait for it, then go by what it read. Once it is done, failed or not, none waits again, so
-      // a store that is down at start costs each read at most one other read's deadline.
-      if (this.#firstRead === undefined) first = true;
-      else {
-        await this.#firstRead;
-        estimate = this.#answerSizes.estimate(subject, 1);
-      }
-    }
-    const turned = answer !== undefined && estimate >= HELD_ROW_BYTES;
-    if (turned) await this.#turn(answer, subject, 1, estimate);
-    const reading = named.store.readRows(ref(target), [key], readSelection, callOptions(this.#timeoutMs, request));
-    if (first) this.#firstRead = reading.then(ignore, ignore);
-    const [row] = await reading;
-    const bytes = row == null ? key.length : rowBytes(row);
-    this.#answerSizes.observe(subject, 1, bytes);
-    if (answer !== undefined && (turned || bytes >= HELD_ROW_BYTES) && !(await answer.settle(bytes))) throw answersOverloaded();
-    return row ?? null;
+    return this.#admission.readRow(request.answer, subject, key, () =>
+      named.store.readRows(ref(target), [key], readSelection, callOptions(this.#timeoutMs, request)),
+    );
   }
 
   /**
    * One answer per key, in the order of `keys` (which may repeat): the row, or null when it has no
    * selected cell. The answer cannot end early: it waits for room in the request's answer budget
    * for what it is expected to hold before it reads, and for all it read before it is rendered, or
-   * is refused with 503 OVERLOADED.
+   * is refused with 503 OVERLOADED (read-admission.ts).
    */
   async readMany(target: TableTarget, keys: readonly Buffer[], selection: Selection, request: RequestOptions = {}): Promise<Array<Row | null>> {
     const named = this.#stores.instance(target.store, target.instance);
     const { limits } = named.store;
     if (keys.length > limits.entriesPerBatch) throw tooMany('entriesPerBatch', 'keys', keys.length, limits.entriesPerBatch, 'keys');
     for (const [index, key] of keys.entries()) checkKey(limits, key, `keys[${index}]`);
-    // Refused before it waits for a turn: bad input is answered at once.
+    // Refused before it waits for room: bad input is answered at once.
     const readSelection = this.#selection(named, selection);
-    const { answer } = request;
     const subject = answerSubject(tableName(target), readSelection);
-    if (answer !== undefined) await this.#turn(answer, subject, keys.length, this.#answerSizes.estimate(subject, keys.length));
-    const rows = await named.store.readRows(ref(target), keys, readSelection, callOptions(this.#timeoutMs, request));
-    const bytes = rows.reduce((sum, row, index) => sum + (row === null ? (keys[index]?.length ?? 0) : rowBytes(row)), 0);
-    this.#answerSizes.observe(subject, keys.length, bytes);
-    if (answer !== undefined && !(await answer.settle(bytes))) throw answersOverloaded();
-    return rows;
+    return this.#admission.readRows(request.answer, subject, keys, () =>
+      named.store.readRows(ref(target), keys, readSelection, callOptions(this.#timeoutMs, request)),
+    );
   }
 
   /**
@@ -263,20 +229,6 @@ export class RowService {
     return { columns, versions: selection.versions };
   }
 
-  /**
-   * Waits for the turn to read an answer of `keys` keys expected to hold `estimate` bytes, or
-   * refuses it with 503 OVERLOADED. An answer with no estimate reads alone; let in, it looks again,
-   * since those queued behind the first answer since the service started had none either: if the
-   * answers read since tell its size, it gives back its turn to read alone and waits, if need be,
-   * for room for that.
-   */
-  async #turn(answer: AnswerHold, subject: AnswerSubject, keys: number, estimate: number): Promise<void> {
-    if (!(await answer.turn(estimate))) throw answersOverloaded();
-    if (estimate > 0) return;
-    const known = this.#answerSizes.estimate(subject, keys);
-    if (known > 0 && !(await answer.reestimate(known))) throw answersOverloaded();
-  }
-
   #clock(named: NamedStore): WriteClock {
     let clock = this.#clocks.get(named.name);
     if (clock === undefined) {
@@ -286,8 +238,6 @@ export class RowService {
     return clock;
   }
 }
-
-function ignore(): void {}
 
 /** A table's name across stores and instances (names hold no slash). */
 function tableName(target: TableTarget): string {

@@ -1,4 +1,7 @@
-/** Caller input quoted in a detail message, cut so that a 4 KiB key does not flood the answer. */
+/** Most characters of a caller's input repeated in a detail message: enough to recognise it, never a flood (a 4 KiB key). */
+export const QUOTED_CHARS = 100;
+
+/** shorten cuts caller input to QUOTED_CHARS, marking the cut with an ellipsis. */
 export function shorten(text: string): string {
-  return text.length <= 100 ? text : `${text.slice(0, 100)}…`;
+  return text.length <= QUOTED_CHARS ? text : `${text.slice(0, QUOTED_CHARS)}…`;
 }

@@ -1,4 +1,4 @@
-import type { StoreCapabilities, StoreLimits } from './store.ts';
+import type { StoreCapabilities, StoreLimits, TableRef } from './store.ts';
 
 /**
  * StoreErrorCode is the closed set of failure categories an adapter may report. Callers act on
@@ -72,6 +72,22 @@ export class StoreError extends Error {
  */
 export function callerGone(): StoreError {
   return new StoreError('DEADLINE_EXCEEDED', 'cancelled: the caller disconnected');
+}
+
+/** The NOT_FOUND of a table the instance does not have. */
+export function tableNotFound(ref: TableRef): StoreError {
+  return new StoreError('NOT_FOUND', `table ${ref.instance}/${ref.table} not found`, { resource: 'table', name: ref.table });
+}
+
+/** The ALREADY_EXISTS of a table to create that the instance has already. */
+export function tableExists(ref: TableRef): StoreError {
+  return new StoreError('ALREADY_EXISTS', `table ${ref.instance}/${ref.table} exists`, { resource: 'table', name: ref.table });
+}
+
+/** The NOT_FOUND of a column family the table does not have; `ref` names the table in the message when given. */
+export function familyNotFound(family: string, ref?: TableRef): StoreError {
+  const table = ref === undefined ? 'the table' : `table ${ref.instance}/${ref.table}`;
+  return new StoreError('NOT_FOUND', `column family "${family}" not in ${table}`, { resource: 'columnFamily', name: family });
 }
 
 export function isStoreError(error: unknown, code?: StoreErrorCode): error is StoreError {

@@ -49,7 +49,7 @@ export async function startTracing(options: TracingOptions = {}): Promise<void> 
     import('@opentelemetry/instrumentation-http'),
     import('@opentelemetry/instrumentation-grpc'),
     // Query parameters that carry row keys, the caller's data, are kept out of span attributes.
-    import('../http/row-key-names.ts'),
+    import('../http/validation/row-key-names.ts'),
   ]);
   // service.name from OTEL_SERVICE_NAME or OTEL_RESOURCE_ATTRIBUTES when set; "kvcrud" otherwise.
   const named = Boolean(process.env['OTEL_SERVICE_NAME']?.trim()) || /(^|,)\s*service\.name\s*=/.test(process.env['OTEL_RESOURCE_ATTRIBUTES'] ?? '');

@@ -9,7 +9,7 @@ import { oas } from '@stoplight/spectral-rulesets';
 import { expect } from 'chai';
 import type { AuthMode } from '../../src/config.ts';
 import { API_OPERATIONS, COMMON_ERRORS } from '../../src/http/api.ts';
-import { buildOpenApiDocument } from '../../src/http/openapi.ts';
+import { buildOpenApiDocument } from '../../src/http/openapi/openapi.ts';
 import { useTestApp } from '../support/test-app.ts';
 
 // Both are CommonJS, whose named exports Node cannot all see from ESM.

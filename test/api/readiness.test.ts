@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { expect } from 'chai';
 import { createApp } from '../../src/app.ts';
 import { loadConfig } from '../../src/config.ts';
-import { createHttpServer } from '../../src/http/http-server.ts';
+import { createHttpServer } from '../../src/http/server/http-server.ts';
 import { closeStores, openStores } from '../../src/store/open-store.ts';
 import type { StoreSet } from '../../src/store/store-set.ts';
 import { createLogger } from '../../src/telemetry/logger.ts';

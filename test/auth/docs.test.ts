@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { expect } from 'chai';
 import { createApp } from '../../src/app.ts';
 import { type Authenticator, openAuthenticator } from '../../src/auth/authenticator.ts';
-import { createHttpServer } from '../../src/http/http-server.ts';
+import { createHttpServer } from '../../src/http/server/http-server.ts';
 import { createStoreSet } from '../../src/store/store-set.ts';
 import type { DataStore } from '../../src/store/store.ts';
 import { createLogger } from '../../src/telemetry/logger.ts';

@@ -5,7 +5,7 @@ import { createApp } from '../../src/app.ts';
 import { type Authenticator, openAuthenticator } from '../../src/auth/authenticator.ts';
 import type { OidcTiming } from '../../src/auth/oidc.ts';
 import type { AuthConfig } from '../../src/config.ts';
-import { type ServerLimits, createHttpServer } from '../../src/http/http-server.ts';
+import { type ServerLimits, createHttpServer } from '../../src/http/server/http-server.ts';
 import type { AnswerBudget } from '../../src/service/answer-budget.ts';
 import { BigtableStore } from '../../src/store/bigtable/bigtable-store.ts';
 import type { DataStore } from '../../src/store/store.ts';

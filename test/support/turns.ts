@@ -1,4 +1,4 @@
-import { Turns } from '../../src/store/turns.ts';
+import { Turns } from '../../src/lib/turns.ts';
 
 /**
  * Counts the turns of the event loop (one setImmediate callback each) from its making until

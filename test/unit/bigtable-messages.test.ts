@@ -4,7 +4,7 @@ import type { BigtableStub } from '../../src/store/bigtable/calls.ts';
 import { MutateRowsEncoding, encodeMutateRow } from '../../src/store/bigtable/mutation-requests.ts';
 import { toProtoMutation } from '../../src/store/bigtable/mutations.ts';
 import { ReadRowsDecoder, fieldPieces } from '../../src/store/bigtable/read-rows-messages.ts';
-import { Turns } from '../../src/store/turns.ts';
+import { Turns } from '../../src/lib/turns.ts';
 import type { Mutation } from '../../src/store/store.ts';
 
 /**

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { BodyBudget, bodyBudgetBytes } from '../../src/http/body-budget.ts';
+import { BodyBudget, bodyBudgetBytes } from '../../src/http/admission/body-budget.ts';
 
 const MIB = 1024 * 1024;
 

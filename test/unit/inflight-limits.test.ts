@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { perCallerBoundFrom } from '../../src/config.ts';
-import { InflightLimits } from '../../src/http/inflight-limits.ts';
+import { InflightLimits } from '../../src/http/admission/inflight-limits.ts';
 
 describe('InflightLimits', () => {
   it('lets one key take every slot but the last eighth while the others leave them, then only keys within their share', () => {

@@ -4,7 +4,7 @@ import { Readable } from 'node:stream';
 import { expect } from 'chai';
 import fc from 'fast-check';
 import Koa from 'koa';
-import { JsonText, jsonPieces, markHoldsJsonText, setJsonAnswer } from '../../src/http/json-answer.ts';
+import { JsonText, jsonPieces, markHoldsJsonText, setJsonAnswer } from '../../src/http/json/json-answer.ts';
 import { EveryTurnDue, TurnCounter } from '../support/turns.ts';
 
 const KIB = 1024;

@@ -1,7 +1,7 @@
 import bourne from '@hapi/bourne';
 import { expect } from 'chai';
 import fc from 'fast-check';
-import { MAX_LARGE_DEPTH, NotInPieces, parseInPieces, walkInPieces } from '../../src/http/json-pieces.ts';
+import { MAX_LARGE_DEPTH, NotInPieces, parseInPieces, walkInPieces } from '../../src/http/json/json-pieces.ts';
 import { TurnCounter } from '../support/turns.ts';
 
 /** What JSON.parse gives for `text`: its value, or its error's message. */

@@ -2,10 +2,10 @@ import { expect } from 'chai';
 import fc from 'fast-check';
 import Joi from 'joi';
 import type { Operation } from '../../src/http/operations/operation.ts';
-import { precheckOf } from '../../src/http/precheck.ts';
+import { precheckOf } from '../../src/http/validation/precheck.ts';
 import { V1_OPERATIONS } from '../../src/http/v1/operations.ts';
 import { V2_OPERATIONS } from '../../src/http/v2/operations.ts';
-import { validateParts } from '../../src/http/validate.ts';
+import { validateParts } from '../../src/http/validation/validate.ts';
 
 const OPERATIONS: readonly Operation[] = [...V1_OPERATIONS, ...V2_OPERATIONS];
 const NAMES = { store: 'main', instance: 'local' };

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { parseQuery } from '../../src/http/query.ts';
+import { parseQuery } from '../../src/http/validation/query.ts';
 import { ApiError } from '../../src/service/errors.ts';
 
 describe('parseQuery', () => {

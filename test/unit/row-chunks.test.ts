@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import type { protos } from '@google-cloud/bigtable';
 import { type MergedRow, RowMerger, sortCells, sortCellsInSlices } from '../../src/store/bigtable/row-chunks.ts';
-import { Turns } from '../../src/store/turns.ts';
+import { Turns } from '../../src/lib/turns.ts';
 
 type CellChunk = protos.google.bigtable.v2.ReadRowsResponse.ICellChunk;
 

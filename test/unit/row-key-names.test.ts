@@ -1,8 +1,8 @@
 import { expect } from 'chai';
 import Joi from 'joi';
 import { API_OPERATIONS } from '../../src/http/api.ts';
-import { ROW_KEY_NAMES } from '../../src/http/row-key-names.ts';
-import { carriesRowKeys, rowKeyNames } from '../../src/http/schemas.ts';
+import { ROW_KEY_NAMES } from '../../src/http/validation/row-key-names.ts';
+import { carriesRowKeys, rowKeyNames } from '../../src/http/validation/schemas.ts';
 
 describe('row key names (what traces redact)', () => {
   it('are every member marked in the operations’ path, query and body schemas, and only those', () => {

@@ -4,7 +4,7 @@ import { expect } from 'chai';
 import { queueWrites } from '../../src/store/spanner/client-messages.ts';
 import { type CommitEncoder, commitEncoder, joinEncodedMutations } from '../../src/store/spanner/commit-request.ts';
 import type { CellWrite } from '../../src/store/spanner/row-writes.ts';
-import { Turns } from '../../src/store/turns.ts';
+import { Turns } from '../../src/lib/turns.ts';
 
 type Commit = MethodDefinition<object, object>;
 

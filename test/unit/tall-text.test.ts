@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { expect } from 'chai';
-import { TALL_CHARS, tallTextBytes, textBytes } from '../../src/http/tall-text.ts';
+import { TALL_CHARS, tallTextBytes, textBytes } from '../../src/http/json/tall-text.ts';
 import { EveryTurnDue, TurnCounter } from '../support/turns.ts';
 
 describe('tall text', () => {

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { TokenBuckets } from '../../src/http/token-buckets.ts';
+import { TokenBuckets } from '../../src/http/admission/token-buckets.ts';
 
 describe('TokenBuckets', () => {
   let now = 0;

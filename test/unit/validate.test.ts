@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import fc from 'fast-check';
 import Joi from 'joi';
 import { insertDataBody, deleteTableBody } from '../../src/http/v1/schemas.ts';
-import { MAX_REPORTED_ERRORS, VALIDATION_BOUNDS, type ValidationBounds, countNodes, itemwise, validate } from '../../src/http/validate.ts';
+import { MAX_REPORTED_ERRORS, VALIDATION_BOUNDS, type ValidationBounds, countNodes, itemwise, validate } from '../../src/http/validation/validate.ts';
 import { ApiError, type FieldError } from '../../src/service/errors.ts';
 import { TurnCounter } from '../support/turns.ts';
 

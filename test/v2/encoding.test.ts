@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { expect } from 'chai';
-import { TALL_CHARS } from '../../src/http/tall-text.ts';
+import { TALL_CHARS } from '../../src/http/json/tall-text.ts';
 import { useTestApp } from '../support/test-app.ts';
 import { createTable, problemOf, v2Paths } from '../support/v2.ts';
 

@@ -4,7 +4,7 @@ import type { Authenticator, CheckGate, Credential } from '../../auth/authentica
 import { AuthenticationError, type ChallengeError } from '../../auth/errors.ts';
 import { ApiError } from '../../service/errors.ts';
 import type { AppState } from '../app-state.ts';
-import type { InflightLimits } from '../inflight-limits.ts';
+import type { InflightLimits } from '../admission/inflight-limits.ts';
 
 /** The realm of the WWW-Authenticate challenge. */
 export const REALM = 'kvcrud';

@@ -1,6 +1,6 @@
 import type { Middleware } from 'koa';
 import type { AppState } from '../app-state.ts';
-import type { DrainState } from '../drain-state.ts';
+import type { DrainState } from '../admission/drain-state.ts';
 
 /**
  * closeWhenDraining answers with `Connection: close` once the process drains, so a keep-alive

@@ -2,11 +2,11 @@ import bourne from '@hapi/bourne';
 import type { Context, Middleware } from 'koa';
 import { HttpMethodEnum, koaBody } from 'koa-body';
 import { ApiError } from '../../service/errors.ts';
-import { nextTurn } from '../../service/slices.ts';
+import { nextTurn } from '../../lib/slices.ts';
 import type { AppState } from '../app-state.ts';
-import { type BodyBudget, COUNTED_BODY_BYTES } from '../body-budget.ts';
-import { parseInPieces } from '../json-pieces.ts';
-import { shorten } from '../quoted.ts';
+import { type BodyBudget, COUNTED_BODY_BYTES } from '../admission/body-budget.ts';
+import { parseInPieces } from '../json/json-pieces.ts';
+import { shorten } from '../../service/text.ts';
 
 const JSON_TYPES = ['application/json', '+json'];
 
@@ -22,13 +22,13 @@ export interface JsonBodyOptions {
   readonly rateGraceMs?: number;
   /**
    * The bytes of large bodies read and handled at once, shared by every route; a body waits at
-   * most `budgetWaitMs` for its turn, then is refused with 503 OVERLOADED.
+   * most `budgetWaitMs` to be admitted, then is refused with 503 OVERLOADED.
    */
   readonly budget?: BodyBudget;
   readonly budgetWaitMs?: number;
 }
 
-/** How long a large body may wait for its turn to be read. */
+/** How long a large body may wait to be admitted before it is read. */
 export const BODY_BUDGET_WAIT_MS = 10_000;
 
 /** How long a body may take before its rate is checked: a round trip or two on a slow link, and `Expect: 100-continue`. */
@@ -164,7 +164,7 @@ function safeParse(text: string): unknown {
   return bourne.parse(text, { protoAction: 'error' });
 }
 
-/** Strict UTF-8 decoding a piece at a time, each in a turn of its own; throws on bytes that are not UTF-8. */
+/** Strict UTF-8 decoding a piece (a slice) at a time, yielding before each; throws on bytes that are not UTF-8. */
 async function decodeInPieces(bytes: Uint8Array): Promise<string> {
   // A decoder of its own: between pieces it holds the first bytes of a character cut in two.
   const decoder = new TextDecoder('utf-8', { fatal: true });

@@ -1,8 +1,8 @@
 import type { Middleware } from 'koa';
 import { ApiError } from '../../service/errors.ts';
 import type { AppState } from '../app-state.ts';
-import { callerKey } from '../caller-key.ts';
-import type { InflightLimits } from '../inflight-limits.ts';
+import { callerKey } from '../admission/caller-key.ts';
+import type { InflightLimits } from '../admission/inflight-limits.ts';
 
 /**
  * loadShedding bounds the requests in flight: `limits.total` in all (MAX_INFLIGHT) and, once the

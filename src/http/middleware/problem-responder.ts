@@ -3,7 +3,7 @@ import type { Middleware } from 'koa';
 import { ApiError } from '../../service/errors.ts';
 import type { AppState } from '../app-state.ts';
 import { toProblem } from '../problems.ts';
-import { routeHint } from '../route-hints.ts';
+import { routeHint } from '../routes/route-hints.ts';
 
 /** Seconds a caller should wait before retrying after a 503 (or a 429 that did not say). */
 const RETRY_AFTER_SECONDS = 1;

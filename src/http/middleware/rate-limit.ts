@@ -1,8 +1,8 @@
 import type { Middleware } from 'koa';
 import { ApiError } from '../../service/errors.ts';
 import type { AppState } from '../app-state.ts';
-import { callerKey } from '../caller-key.ts';
-import { TokenBuckets } from '../token-buckets.ts';
+import { callerKey } from '../admission/caller-key.ts';
+import { TokenBuckets } from '../admission/token-buckets.ts';
 
 export interface RateLimitOptions {
   /** Requests per second each caller may make on average; also the burst it may make at once. */

@@ -5,7 +5,7 @@ import type { Context, Middleware } from 'koa';
 import type { Level, Logger } from 'pino';
 import { UNMATCHED_ROUTE, type Metrics } from '../../telemetry/metrics.ts';
 import type { AppState } from '../app-state.ts';
-import { whenClosed } from '../response-closed.ts';
+import { whenClosed } from '../admission/response-closed.ts';
 
 /** 5xx codes the service gives by design rather than because something failed. */
 const EXPECTED_5XX: ReadonlySet<string> = new Set(['OVERLOADED', 'SHUTTING_DOWN']);

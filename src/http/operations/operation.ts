@@ -5,7 +5,7 @@ import type { ErrorCode } from '../../service/errors.ts';
 import type { RowService } from '../../service/rows.ts';
 import type { StoreDirectory } from '../../service/stores.ts';
 import type { TableService } from '../../service/tables.ts';
-import { validateParts } from '../validate.ts';
+import { validateParts } from '../validation/validate.ts';
 
 /** The validated parts of a request, typed by the operation's schemas. */
 export interface OperationInput<Params, Query, Body> {

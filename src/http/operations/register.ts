@@ -2,12 +2,12 @@ import type { Router, RouterContext, RouterMiddleware } from '@koa/router';
 import type Joi from 'joi';
 import type { Middleware } from 'koa';
 import type { AppState } from '../app-state.ts';
-import { clientGone } from '../client-gone.ts';
-import type { BodyBudget } from '../body-budget.ts';
-import { setJsonAnswer } from '../json-answer.ts';
+import { clientGone } from '../admission/client-gone.ts';
+import type { BodyBudget } from '../admission/body-budget.ts';
+import { setJsonAnswer } from '../json/json-answer.ts';
 import { jsonBody } from '../middleware/json-body.ts';
 import { ApiError } from '../../service/errors.ts';
-import { QUERY_LIMITS, parseQuery } from '../query.ts';
+import { QUERY_LIMITS, parseQuery } from '../validation/query.ts';
 import type { Operation, Services } from './operation.ts';
 
 export interface RegistrationOptions {

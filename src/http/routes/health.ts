@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import { ApiError } from '../../service/errors.ts';
 import type { StoreSet } from '../../store/store-set.ts';
 import type { AppState } from '../app-state.ts';
-import type { DrainState } from '../drain-state.ts';
+import type { DrainState } from '../admission/drain-state.ts';
 
 /**
  * How long /readyz waits for the stores. Below the kubelet's default probe timeout (1 s) so a slow

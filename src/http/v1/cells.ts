@@ -1,8 +1,10 @@
 import { isUtf8 } from 'node:buffer';
+import { isLarge, mapInSlices, nextTurn } from '../../lib/slices.ts';
+import type { MutationInput } from '../../service/rows.ts';
 import { formatTimestamp } from '../../service/timestamps.ts';
 import type { Cell } from '../../store/store.ts';
-import { type JsonText, base64Value, markedFor, utf8Value } from '../json-answer.ts';
-import type { TextEncoding } from '../tall-text.ts';
+import { type JsonText, base64Value, markedFor, utf8Value } from '../json/json-answer.ts';
+import { type TextEncoding, tallTextBytes } from '../json/tall-text.ts';
 
 /**
  * The API's cell shape. Column names and values are UTF-8 text, or, when `encoding` is "base64",
@@ -48,4 +50,17 @@ export function toCellOutput(cell: Cell): CellOutput {
   }
   const columnValue = base64Value(cell.value);
   return markedFor({ columnFamily: cell.family, columnName: cell.column.toString('base64'), columnValue, encoding: 'base64' as const, timestamp }, columnValue);
+}
+
+/** insertData's cells as set mutations: tall values made into bytes and a large write mapped a slice at a time. */
+export async function cellSets(cells: readonly CellInput[]): Promise<MutationInput[]> {
+  const tall = await tallTextBytes(cells, (cell) => cell.columnValue, cellEncoding);
+  return mapInSlices(cells, (cell): MutationInput => ({ type: 'set', family: cell.columnFamily, ...cellBytes(cell, tall.get(cell)) }));
+}
+
+/** A row's cells as readCellData answers them: a large row rendered a slice at a time, its answer then serialized after a yield. */
+export async function cellOutputs(cells: readonly Cell[]): Promise<CellOutput[]> {
+  const data = await mapInSlices(cells, (cell) => toCellOutput(cell));
+  if (isLarge(data.length)) await nextTurn();
+  return data;
 }

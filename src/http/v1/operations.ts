@@ -2,15 +2,13 @@ import type { RouterMiddleware } from '@koa/router';
 import Joi from 'joi';
 import { usableStores } from '../../auth/access.ts';
 import { ApiError, type ErrorCode } from '../../service/errors.ts';
-import type { MutationFields, MutationInput } from '../../service/rows.ts';
+import type { MutationFields } from '../../service/rows.ts';
 import type { TableTarget } from '../../service/tables.ts';
-import { isLarge, mapInSlices, nextTurn } from '../../service/slices.ts';
 import { shorten } from '../../service/text.ts';
 import type { AppState } from '../app-state.ts';
 import { authorize } from '../middleware/authorize.ts';
-import { tallTextBytes } from '../tall-text.ts';
 import { type Operation, type Services, defineOperation } from '../operations/operation.ts';
-import { cellBytes, cellEncoding, toCellOutput } from './cells.ts';
+import { cellOutputs, cellSets } from './cells.ts';
 import * as schemas from './schemas.ts';
 
 /** Codes any v1 operation may answer with. */
@@ -97,8 +95,7 @@ export const V1_OPERATIONS: readonly Operation[] = [
     },
     errors: ['TABLE_NOT_FOUND', 'COLUMN_FAMILY_NOT_FOUND', 'INSUFFICIENT_STORAGE'],
     handle: async ({ params, body }, { services, signal }) => {
-      const tall = await tallTextBytes(body.data, (cell) => cell.columnValue, cellEncoding);
-      const cells = await mapInSlices(body.data, (cell): MutationInput => ({ type: 'set', family: cell.columnFamily, ...cellBytes(cell, tall.get(cell)) }));
+      const cells = await cellSets(body.data);
       await services.rows.mutate(tableTarget(services, params, body.tableName), Buffer.from(body.rowKeyId, 'utf8'), cells, INSERT_FIELDS, { signal });
       return { instanceID: params.instanceID, tableName: body.tableName, rowKeyId: body.rowKeyId, cellsWritten: cells.length };
     },
@@ -132,9 +129,7 @@ export const V1_OPERATIONS: readonly Operation[] = [
     handle: async ({ params, query }, { services, signal, answer }) => {
       const row = await services.rows.read(tableTarget(services, params, query.tableName), Buffer.from(query.id, 'utf8'), { versions: 1 }, 'id', { signal, answer });
       if (row === null) throw new ApiError('ROW_NOT_FOUND', `Row "${shorten(query.id)}" does not exist in table "${query.tableName}".`);
-      const data = await mapInSlices(row.cells, (cell) => toCellOutput(cell));
-      // The answer is serialized in a turn of its own.
-      if (isLarge(data.length)) await nextTurn();
+      const data = await cellOutputs(row.cells);
       return { instanceID: params.instanceID, tableName: query.tableName, rowKeyId: query.id, data };
     },
   }),

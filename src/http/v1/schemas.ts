@@ -8,8 +8,8 @@
 import { isUtf8 } from 'node:buffer';
 import Joi, { type CustomHelpers } from 'joi';
 import { base64WithEncoding } from '../operations/json-schema.ts';
-import { itemwise } from '../validate.ts';
-import { BASE64, NAME_LIMITS, base64Length, carriesRowKeys, columnFamily, tableName, wellFormed } from '../schemas.ts';
+import { itemwise } from '../validation/validate.ts';
+import { BASE64, NAME_LIMITS, base64Length, carriesRowKeys, columnFamily, tableName, wellFormed } from '../validation/schemas.ts';
 
 export const LIMITS = Object.freeze({
   ...NAME_LIMITS,

@@ -1,7 +1,8 @@
 import { isUtf8 } from 'node:buffer';
+import { isLarge, mapInSlices, nextTurn } from '../../lib/slices.ts';
 import type { Cell, ColumnSelector, Row } from '../../store/store.ts';
 import { formatTimestamp } from '../../service/timestamps.ts';
-import { JsonText, base64Value, markHoldsJsonText, markedFor, utf8Value } from '../json-answer.ts';
+import { JsonText, base64Value, markHoldsJsonText, markedFor, utf8Value } from '../json/json-answer.ts';
 
 /**
  * How v2 carries bytes (keys, columns, values) in JSON and URLs.
@@ -84,4 +85,11 @@ export function renderRow(row: Row, base64: boolean): RowOutput {
 /** An answer's object holding `cells`, marked as holding JsonText when one of them does. */
 export function withCells<T extends { readonly cells: readonly CellOutput[] }>(output: T): T {
   return output.cells.some((cell) => cell.value instanceof JsonText) ? markHoldsJsonText(output) : output;
+}
+
+/** A row's cells as its answer holds them: a large row rendered a slice at a time, its answer then serialized after a yield. */
+export async function renderCells(cells: readonly Cell[], base64: boolean): Promise<CellOutput[]> {
+  const rendered = await mapInSlices(cells, (cell) => renderCell(cell, base64));
+  if (isLarge(rendered.length)) await nextTurn();
+  return rendered;
 }

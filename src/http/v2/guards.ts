@@ -4,7 +4,7 @@ import { ApiError } from '../../service/errors.ts';
 import { shorten } from '../../service/text.ts';
 import type { AppState } from '../app-state.ts';
 import { authorize } from '../middleware/authorize.ts';
-import { DOT_KEY_ADVICE } from '../route-hints.ts';
+import { DOT_KEY_ADVICE } from '../routes/route-hints.ts';
 import type { Operation, Services } from '../operations/operation.ts';
 
 /**

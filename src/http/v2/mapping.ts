@@ -1,11 +1,11 @@
 import { ApiError } from '../../service/errors.ts';
-import type { MutationFields, MutationInput } from '../../service/rows.ts';
-import { forEachInSlices } from '../../service/slices.ts';
+import type { EntryInput, MutationFields, MutationInput } from '../../service/rows.ts';
+import { forEachInSlices, mapInSlices } from '../../lib/slices.ts';
 import { parseTimestamp } from '../../service/timestamps.ts';
 import type { FamilySpec } from '../../store/store.ts';
-import { type TextEncoding, tallTextBytes } from '../tall-text.ts';
+import { type TextEncoding, tallTextBytes } from '../json/tall-text.ts';
 import { bodyBytes } from './bytes.ts';
-import type { CellBody, FamilyBody, MutationBody } from './schemas.ts';
+import type { BatchWriteBody, CellBody, FamilyBody, MutationBody } from './schemas.ts';
 
 /**
  * The v2 request bodies in domain terms (mutations of bytes), and the names of their fields for
@@ -88,4 +88,26 @@ export async function requireDistinctCells(cells: readonly MutationInput[]): Pro
     }
     seen.set(identity, index);
   });
+}
+
+/** A write's cells as set mutations: tall values made into bytes and a large write mapped a slice at a time. */
+export async function setsOf(cells: readonly CellBody[], base64: boolean): Promise<MutationInput[]> {
+  const tall = await tallValues(cells, base64);
+  return mapInSlices(cells, (cell) => setOf(cell, base64, tall));
+}
+
+/** A row's mutations in domain terms: tall values made into bytes and a long list mapped a slice at a time. */
+export async function mutationsOf(mutations: readonly MutationBody[], base64: boolean): Promise<MutationInput[]> {
+  const tall = await tallValues(setCells(mutations), base64);
+  return mapInSlices(mutations, (mutation) => mutationOf(mutation, base64, tall));
+}
+
+/** A batchWrite's entries in domain terms, with the names of their fields; tall values made into bytes first. */
+export async function batchEntries(entries: BatchWriteBody['entries'], base64: boolean): Promise<EntryInput[]> {
+  const tall = await tallValues(setCells(entries.flatMap((entry) => entry.mutations)), base64);
+  return entries.map((entry, index) => ({
+    key: bodyBytes(entry.key, base64 || entry.encoding === 'base64'),
+    mutations: entry.mutations.map((mutation) => mutationOf(mutation, base64, tall)),
+    fields: mutationFields(`entries[${index}].key`, `entries[${index}].mutations`, entry.mutations),
+  }));
 }

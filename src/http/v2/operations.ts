@@ -2,11 +2,10 @@ import { usableStores } from '../../auth/access.ts';
 import { ApiError, type ErrorCode } from '../../service/errors.ts';
 import { publishedLimits } from '../../service/limits.ts';
 import type { TableTarget } from '../../service/tables.ts';
-import { isLarge, mapInSlices, nextTurn } from '../../service/slices.ts';
 import { shorten } from '../../service/text.ts';
 import { type Operation, defineOperation } from '../operations/operation.ts';
-import { bodyBytes, columnSelector, inBase64, renderCell, renderKey, renderRow, urlBytes, withCells } from './bytes.ts';
-import { cellFields, familySpec, mutationFields, mutationOf, requireDistinctCells, setCells, setOf, tallValues } from './mapping.ts';
+import { bodyBytes, columnSelector, inBase64, renderCell, renderCells, renderKey, renderRow, urlBytes, withCells } from './bytes.ts';
+import { batchEntries, cellFields, familySpec, mutationFields, mutationsOf, requireDistinctCells, setsOf } from './mapping.ts';
 import { usableNames } from './guards.ts';
 import * as schemas from './schemas.ts';
 
@@ -196,8 +195,7 @@ export const V2_OPERATIONS: readonly Operation[] = [
     handle: async ({ params, query, body }, { services, signal }) => {
       const base64 = inBase64(query);
       const key = urlBytes(params.key, base64);
-      const tall = await tallValues(body.cells, base64);
-      const cells = await mapInSlices(body.cells, (cell) => setOf(cell, base64, tall));
+      const cells = await setsOf(body.cells, base64);
       await requireDistinctCells(cells);
       await services.rows.mutate(target(params), key, cells, cellFields('key'), { signal });
       return { key: renderKey(key, base64).key, cellsWritten: cells.length };
@@ -225,9 +223,7 @@ export const V2_OPERATIONS: readonly Operation[] = [
       const key = urlBytes(params.key, base64);
       const row = await services.rows.read(target(params), key, selection(query, true), 'key', { signal, answer });
       if (row === null) throw rowNotFound(params);
-      const cells = await mapInSlices(row.cells, (cell) => renderCell(cell, base64));
-      // The answer is serialized in a turn of its own.
-      if (isLarge(cells.length)) await nextTurn();
+      const cells = await renderCells(row.cells, base64);
       return { ...renderKey(row.key, base64), cells };
     },
   }),
@@ -253,8 +249,7 @@ export const V2_OPERATIONS: readonly Operation[] = [
     handle: async ({ params, query, body }, { services, signal }) => {
       const base64 = inBase64(query);
       const key = urlBytes(params.key, base64);
-      const tall = await tallValues(setCells(body.mutations), base64);
-      const mutations = await mapInSlices(body.mutations, (mutation) => mutationOf(mutation, base64, tall));
+      const mutations = await mutationsOf(body.mutations, base64);
       const applied = await services.rows.mutate(target(params), key, mutations, mutationFields('key', 'mutations', body.mutations), { signal });
       return { key: renderKey(key, base64).key, mutationsApplied: applied };
     },
@@ -362,12 +357,7 @@ export const V2_OPERATIONS: readonly Operation[] = [
     errors: [...ON_TABLE, 'INSUFFICIENT_STORAGE'],
     handle: async ({ params, query, body }, { services, signal }) => {
       const base64 = inBase64(query);
-      const tall = await tallValues(setCells(body.entries.flatMap((entry) => entry.mutations)), base64);
-      const entries = body.entries.map((entry, index) => ({
-        key: bodyBytes(entry.key, base64 || entry.encoding === 'base64'),
-        mutations: entry.mutations.map((mutation) => mutationOf(mutation, base64, tall)),
-        fields: mutationFields(`entries[${index}].key`, `entries[${index}].mutations`, entry.mutations),
-      }));
+      const entries = await batchEntries(body.entries, base64);
       const results = await services.rows.mutateMany(target(params), entries, { signal });
       return {
         results: entries.map((entry, index) => {

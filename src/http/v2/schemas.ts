@@ -10,7 +10,7 @@ import { CAPABILITY_DESCRIPTIONS, LIMIT_DESCRIPTIONS, SERVICE_LIMITS } from '../
 import { MAX_PAGE_TOKEN_CHARS } from '../../service/page-tokens.ts';
 import { RFC_3339_TIMESTAMP, parseTimestamp } from '../../service/timestamps.ts';
 import { base64WithEncoding } from '../operations/json-schema.ts';
-import { BASE64, carriesRowKeys, columnFamily, tableName } from '../schemas.ts';
+import { BASE64, carriesRowKeys, columnFamily, tableName } from '../validation/schemas.ts';
 import { BASE64URL } from './bytes.ts';
 
 /** Largest count the schemas take for sizes and counts: past every store's limit, within safe integers. */

@@ -2,8 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { STATUS_CODES, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
-import { ApiError, type ErrorCode } from '../service/errors.ts';
-import { toProblem } from './problems.ts';
+import { ApiError, type ErrorCode } from '../../service/errors.ts';
+import { toProblem } from '../problems.ts';
 
 /** What Node's parser and timers report of a request they refuse before the app sees it. */
 export interface ClientError extends Error {

@@ -1,4 +1,4 @@
-import { Turns } from '../store/turns.ts';
+import { Turns } from '../../lib/turns.ts';
 
 /**
  * The bytes of a request's tall values, made a slice at a time. Buffer.from makes a string into

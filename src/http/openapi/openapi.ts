@@ -1,12 +1,12 @@
-import { type Caller, type ServedStores, usableStores } from '../auth/access.ts';
-import type { AuthMode } from '../config.ts';
-import type { ErrorCode } from '../service/errors.ts';
-import { REALM } from './middleware/authenticate.ts';
-import type { ExampleNames, Operation } from './operations/operation.ts';
-import { AUTH_ERRORS } from './operations/operation.ts';
-import { REQUEST_ID_HEADER, type JsonObject, operationPaths, problemResponses, ref, toJsonSchema } from './operations/openapi-operations.ts';
-import { PROBLEM_TYPES, problemSlug } from './problems.ts';
-import * as schemas from './schemas.ts';
+import { type Caller, type ServedStores, usableStores } from '../../auth/access.ts';
+import type { AuthMode } from '../../config.ts';
+import type { ErrorCode } from '../../service/errors.ts';
+import { REALM } from '../middleware/authenticate.ts';
+import type { ExampleNames, Operation } from '../operations/operation.ts';
+import { AUTH_ERRORS } from '../operations/operation.ts';
+import { REQUEST_ID_HEADER, type JsonObject, operationPaths, problemResponses, ref, toJsonSchema } from '../operations/openapi-operations.ts';
+import { PROBLEM_TYPES, problemSlug } from '../problems.ts';
+import * as schemas from '../validation/schemas.ts';
 
 /** A store as the document names it: in the v2 path parameters' descriptions and examples. */
 export interface DocumentedStore {

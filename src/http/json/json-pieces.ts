@@ -1,14 +1,14 @@
 /**
  * JSON.parse of a large text a piece at a time, so that parsing a body of megabytes does not hold
  * the event loop: the text is walked member by member, runs of small members are parsed together by
- * `parse` (JSON.parse, or a wrapper of it), and other work gets a turn between pieces.
+ * `parse` (JSON.parse, or a wrapper of it), and it yields between pieces (its slices).
  *
  * Only well-formed text is taken apart. At the first thing the walk does not expect, or if `parse`
  * refuses a piece, the whole text is given to `parse` in one go, so malformed JSON fails exactly as
  * it would have, with the same error. The value is the one `parse` gives for the whole text: key
  * order, repeated keys (the last wins, in the place of the first) and numbers are JSON.parse's.
  */
-import { Turns } from '../store/turns.ts';
+import { Turns } from '../../lib/turns.ts';
 
 /**
  * Characters parsed in one piece, at least: well under a millisecond of JSON.parse. A piece's text
@@ -76,7 +76,7 @@ class Walk {
   readonly #text: string;
   readonly #parse: Parse;
   readonly #pieceChars: number;
-  // Other work gets a turn every few milliseconds of walking.
+  // A yield every few milliseconds of walking.
   readonly #turns = new Turns();
   // The ends of strings longer than a piece, by where they start (see #stringEnd).
   readonly #longStringEnds = new Map<number, number>();

@@ -5,7 +5,7 @@
  * OpenAPI document: one source of truth for both.
  */
 import Joi, { type CustomHelpers } from 'joi';
-import { ERROR_CODES } from '../service/errors.ts';
+import { ERROR_CODES } from '../../service/errors.ts';
 
 /** The meta entry that marks a member carrying row keys (see carriesRowKeys). */
 const ROW_KEYS_META = 'kvcrudRowKeys';

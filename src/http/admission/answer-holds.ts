@@ -1,17 +1,17 @@
 import type { ServerResponse } from 'node:http';
 import type { Middleware } from 'koa';
-import type { AnswerBudget, AnswerHold } from '../service/answer-budget.ts';
-import { ApiError } from '../service/errors.ts';
-import type { AppState } from './app-state.ts';
-import type { Operation } from './operations/operation.ts';
+import type { AnswerBudget, AnswerHold } from '../../service/answer-budget.ts';
+import { ApiError } from '../../service/errors.ts';
+import type { AppState } from '../app-state.ts';
+import type { Operation } from '../operations/operation.ts';
 import { whenClosed } from './response-closed.ts';
 
 /**
  * holdAnswers gives each request of an operation whose answer holds rows (`operation.holdsRows`) its
  * hold on the shared answer budget, and gives back all it took once the response has been written
  * or the client has gone: on the response's 'close', which comes after an answer, a problem or an
- * abort alike. An answer refused for want of room (a batchGet's, which waits for its turns in the
- * service) is a 503 OVERLOADED, counted as shed.
+ * abort alike. An answer refused for want of room (a batchGet's, which waits to be admitted in the
+ * service, before it reads and after) is a 503 OVERLOADED, counted as shed.
  */
 export function holdAnswers(budget: AnswerBudget): (operation: Operation) => Array<Middleware<AppState>> {
   return (operation) => {

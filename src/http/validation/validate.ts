@@ -1,8 +1,8 @@
 import Joi from 'joi';
-import { ApiError, type FieldError } from '../service/errors.ts';
-import { Turns } from '../store/turns.ts';
+import { ApiError, type FieldError } from '../../service/errors.ts';
+import { Turns } from '../../lib/turns.ts';
 import { precheckOf } from './precheck.ts';
-import { shorten } from './quoted.ts';
+import { shorten } from '../../service/text.ts';
 
 /** Most problems a VALIDATION_FAILED answer lists; `errorCount` says how many there were in all. */
 export const MAX_REPORTED_ERRORS = 20;
@@ -38,7 +38,7 @@ type Path = ReadonlyArray<string | number>;
  *
  * Input of up to WHOLE_PASS_NODES nodes takes one joi pass. Larger input is taken apart (array
  * items, object members) and checked by joi part by part, consecutive small array items together
- * in passes of up to WHOLE_PASS_NODES nodes; other requests are served between parts. So a rule
+ * in passes of up to WHOLE_PASS_NODES nodes, yielding between them. So a rule
  * of an array item may look at that item only: its ancestors are not those of the whole input.
  */
 export async function validate<T>(schema: Joi.Schema, input: unknown, bounds: ValidationBounds = VALIDATION_BOUNDS): Promise<T> {
@@ -64,7 +64,7 @@ export async function validateParts(parts: readonly RequestPart[], bounds: Valid
   const prechecked = allPrechecked(parts, bounds);
   if (prechecked !== undefined) return prechecked;
   const report = new ProblemReport(bounds);
-  // Other requests get a turn every few milliseconds of checking.
+  // A yield every few milliseconds of checking.
   const turns = new Turns();
   const values: unknown[] = [];
   for (const part of parts) {
@@ -74,7 +74,7 @@ export async function validateParts(parts: readonly RequestPart[], bounds: Valid
       values.push(first.value);
       if (first.error !== undefined) report.addAll(part.schema.validate(part.value, report.everyProblem).error, []);
     } else {
-      // A large part starts in a turn of its own: it was just parsed, in a stretch of its own.
+      // A large part starts after a yield: it was just parsed, in a slice of its own.
       await turns.next();
       values.push(await collect(part.schema, part.value, [], report, turns));
     }

@@ -28,7 +28,7 @@ interface Waiter {
  * BodyBudget bounds the bytes of large request bodies being read and handled at once. Without it,
  * a handful of the largest bodies, each well within MAX_BODY_BYTES, together need more heap than
  * the process has, and it dies of "JavaScript heap out of memory", taking every other request with
- * it. A body waits for its turn, in arrival order, before any of it is read; a body larger than
+ * it. A body waits to be admitted, in arrival order, before any of it is read; a body larger than
  * the whole budget goes alone. Waiting holds no memory: the unread bytes stay in the socket.
  */
 export class BodyBudget {

@@ -1,6 +1,6 @@
 import type { Context } from 'koa';
-import type { ServedStores } from '../auth/access.ts';
-import type { AppState } from './app-state.ts';
+import type { ServedStores } from '../../auth/access.ts';
+import type { AppState } from '../app-state.ts';
 import { type DocumentedStore, documentedStores } from './openapi.ts';
 
 /** Distinct documents kept: one per set of stores and instances readers may use, so a few per grant file. */

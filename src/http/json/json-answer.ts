@@ -1,7 +1,7 @@
 import { isUtf8 } from 'node:buffer';
 import { Readable } from 'node:stream';
 import type { Context } from 'koa';
-import { Turns } from '../store/turns.ts';
+import { Turns } from '../../lib/turns.ts';
 
 /** Arrays of at most this many items are rendered in one go: the answer is small whatever it holds. */
 const ONE_GO_ITEMS = 32;
@@ -10,7 +10,7 @@ const ONE_GO_ITEMS = 32;
 const CHUNK_CHARS = 64 * 1024;
 
 /**
- * Text short of this is never cut for time: sending it is cheaper than a turn, and on a busy
+ * Text short of this is never cut for time: sending it is cheaper than a yield, and on a busy
  * machine the clock also runs while the process waits for a core, so a short answer would go out
  * chunked, without its length, now and then.
  */
@@ -78,7 +78,7 @@ export class JsonText {
 
   /**
    * The JSON of the text between its quotes, as JSON.stringify writes it, a block at a time; other
-   * work gets a turn between blocks when `turns` says the slice has had its time. Blocks with
+   * work is served (a yield) between blocks when `turns` says the slice has had its time. Blocks with
    * nothing to escape are the bytes themselves.
    */
   async *jsonBlocks(turns: Turns): AsyncGenerator<Buffer> {
@@ -157,7 +157,7 @@ function holdsJsonText(value: unknown): boolean {
 /**
  * setJsonAnswer makes `value` the response body, as JSON. A small answer goes out as one text, as
  * Koa would render it. An answer with a long list (a row of 100,000 cells, a scan page of large
- * rows) is rendered item by item, a chunk at a time, with other requests served between chunks,
+ * rows) is rendered item by item, a chunk (a slice) at a time, yielding between chunks,
  * and its text is never whole in memory: rendering a large answer at once held the event loop for
  * tens of milliseconds and kept the text, and its UTF-8 copy, alive until sent (docs/performance.md). So is an answer with a list of
  * items marked as holding a JsonText, whose bytes go out as they are. The bytes are the same as
@@ -170,7 +170,7 @@ export function setJsonAnswer(ctx: Context, value: unknown): void {
     return;
   }
   const pieces = piecesOf(value);
-  // A chunk is cut short when its slice has had its time, and the next is rendered in a turn of its own.
+  // A chunk is cut short when its slice has had its time, and the next is rendered after a yield.
   const turns = new Turns();
   const first = nextChunk(pieces, turns);
   if (first.done) {
@@ -280,7 +280,7 @@ function nextChunk(pieces: Iterator<string | JsonText>, turns: Turns): Chunk {
   }
 }
 
-/** The answer's chunks as UTF-8 bytes, each rendered in a turn of its own. */
+/** The answer's chunks as UTF-8 bytes, each rendered after a yield. */
 async function* chunks(first: Chunk, pieces: Iterator<string | JsonText>, turns: Turns): AsyncGenerator<Buffer> {
   let chunk = first;
   for (;;) {

@@ -6,8 +6,8 @@
  */
 import Joi from 'joi';
 import { rowKeyNames } from './schemas.ts';
-import * as v1 from './v1/schemas.ts';
-import * as v2 from './v2/schemas.ts';
+import * as v1 from '../v1/schemas.ts';
+import * as v2 from '../v2/schemas.ts';
 
 const exported: unknown[] = [...Object.values(v1), ...Object.values(v2)];
 

@@ -1,10 +1,10 @@
-import { Turns } from '../store/turns.ts';
+import { Turns } from './turns.ts';
 
-export { nextTurn } from '../store/turns.ts';
+export { nextTurn } from './turns.ts';
 
 /**
  * Work over very large inputs (a row of 100,000 cells) done a slice at a time, paced by Turns, so
- * that one request never holds the event loop for long: other requests are served between slices.
+ * that one request never holds the event loop for long: it yields between slices.
  */
 
 /** Inputs up to this many items are done in one go: a slice's bookkeeping would cost more than it saves. */
@@ -15,7 +15,7 @@ export function isLarge(items: number): boolean {
   return items > ONE_GO_ITEMS;
 }
 
-/** Calls visit on each item in order, yielding to the event loop between slices for a large input. */
+/** Calls visit on each item in order, a large input a slice at a time, yielding between slices. */
 export async function forEachInSlices<T>(items: readonly T[], visit: (item: T, index: number) => void): Promise<void> {
   if (!isLarge(items.length)) {
     items.forEach(visit);
@@ -28,7 +28,7 @@ export async function forEachInSlices<T>(items: readonly T[], visit: (item: T, i
   }
 }
 
-/** items.map(map), yielding to the event loop between slices for a large input. */
+/** items.map(map), a large input a slice at a time, yielding between slices. */
 export async function mapInSlices<T, U>(items: readonly T[], map: (item: T, index: number) => U): Promise<U[]> {
   if (!isLarge(items.length)) return items.map(map);
   const mapped: U[] = new Array<U>(items.length);

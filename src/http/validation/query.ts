@@ -1,5 +1,6 @@
-import { ApiError } from '../service/errors.ts';
-import { quoted, shorten } from './quoted.ts';
+import { ApiError } from '../../service/errors.ts';
+import { shorten } from '../../service/text.ts';
+import { quoted } from './quoted.ts';
 
 /** How much of a query string is read at all. Past either bound the request is refused before anything is decoded. */
 export interface QueryLimits {

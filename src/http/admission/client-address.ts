@@ -1,6 +1,6 @@
 import type { Middleware } from 'koa';
 import proxyAddr from 'proxy-addr';
-import type { AppState } from './app-state.ts';
+import type { AppState } from '../app-state.ts';
 
 /**
  * Whether `entry` is something TRUSTED_PROXIES may hold: an IP address, a CIDR range, or a name

@@ -1,5 +1,5 @@
 import type { Context } from 'koa';
-import { ANONYMOUS } from '../auth/access.ts';
+import { ANONYMOUS } from '../../auth/access.ts';
 
 /**
  * callerKey names who a request counts against for fairness limits: the authenticated principal,
