@@ -52,6 +52,8 @@ export function roleIncludes(held: Role, needed: Role): boolean {
 export interface Caller {
   readonly name: string;
   readonly grants: readonly Grant[];
+  /** When the credential stops being valid (a token's exp), in milliseconds since the epoch; absent: it does not expire. */
+  readonly expiresAtMs?: number;
 }
 
 /** A scope split into its store (undefined: the default store) and instance (`*`: all). */

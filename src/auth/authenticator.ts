@@ -170,13 +170,17 @@ function oidcSettings(config: OidcConfig) {
  * `email` when the issuer says the email is verified. A valid token without grants is still a
  * known caller (403, not 401): it proved who it is, it may just do nothing.
  */
-function tokenCaller(claims: { sub?: string; email?: unknown; email_verified?: unknown }, entries: readonly SubjectGrant[]): Caller {
+function tokenCaller(claims: { sub?: string; exp?: number; email?: unknown; email_verified?: unknown }, entries: readonly SubjectGrant[]): Caller {
   const subject = claims.sub ?? '';
   const email = typeof claims.email === 'string' && claims.email_verified === true ? claims.email.toLowerCase() : undefined;
   const bySubject = entries.filter((entry) => 'subject' in entry && entry.subject === subject);
   const byEmail = email === undefined ? [] : entries.filter((entry) => 'email' in entry && entry.email === email);
   const name = bySubject.length === 0 && email !== undefined && byEmail.length > 0 ? email : subject;
-  return { name: `oidc:${name}`, grants: [...bySubject, ...byEmail].map((entry) => entry.grant) };
+  return {
+    name: `oidc:${name}`,
+    grants: [...bySubject, ...byEmail].map((entry) => entry.grant),
+    ...(claims.exp === undefined ? {} : { expiresAtMs: claims.exp * 1000 }),
+  };
 }
 
 function missingDetail(modes: readonly AuthMode[]): string {

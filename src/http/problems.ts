@@ -128,6 +128,15 @@ export const PROBLEM_TYPES: Readonly<Record<ErrorCode, { status: number; title: 
     title: 'Shutting down',
     description: 'The service is draining before it stops: it finishes its in-flight requests and takes no new connections. Send requests to another replica.',
   },
+  INSUFFICIENT_STORAGE: {
+    status: 507,
+    title: 'Insufficient storage',
+    description:
+      'The data store is out of space: its disk is full, it is at its memory limit (Redis `maxmemory` with `noeviction`), or a ' +
+      'storage quota is reached. Nothing was written. Reads still work, and so do deletes but for a large deleteTable on a full ' +
+      'disk (the embedded store needs room to free pages); writes fail until the operators free or add space, so retry after the ' +
+      '`Retry-After` delay, not at once.',
+  },
   DEADLINE_EXCEEDED: {
     status: 504,
     title: 'Deadline exceeded',

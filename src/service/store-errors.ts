@@ -2,6 +2,7 @@ import type { StoreError } from '../store/errors.ts';
 import { ApiError } from './errors.ts';
 
 const INTERNAL_DETAIL = 'The service failed unexpectedly. Report the requestId to the operators.';
+const STORAGE_DETAIL = 'The data store is out of space: nothing was written. Reads still work; writes fail until the operators free or add space.';
 
 /**
  * apiErrorOf is what a caller sees of a store's failure: the category of the StoreError and the
@@ -25,6 +26,8 @@ export function apiErrorOf(error: StoreError): ApiError {
       return new ApiError('BACKEND_UNAVAILABLE', 'The data store is unavailable. Retry later.', {}, error);
     case 'DEADLINE_EXCEEDED':
       return new ApiError('DEADLINE_EXCEEDED', 'The data store did not answer in time.', {}, error);
+    case 'RESOURCE_EXHAUSTED':
+      return new ApiError('INSUFFICIENT_STORAGE', STORAGE_DETAIL, {}, error);
     // The service checks the published limits first; this is a bound only the backend knew.
     case 'INVALID_ARGUMENT':
       return new ApiError(

@@ -27,6 +27,13 @@ export type StoreErrorCode =
   | 'UNAVAILABLE'
   /** The call did not finish before its deadline. */
   | 'DEADLINE_EXCEEDED'
+  /**
+   * The backend is out of space for what the call would add: its disk is full, it is at its
+   * memory limit and may not evict, or a storage quota is reached. Nothing was written. Reads and
+   * deletes go on working; writes fail until an operator frees or adds space (retrying does not
+   * help before then). Never a rate limit: a backend that throttles is UNAVAILABLE.
+   */
+  | 'RESOURCE_EXHAUSTED'
   /** Anything else: a bug, a misconfiguration, an answer the adapter did not expect. */
   | 'INTERNAL';
 

@@ -7,6 +7,8 @@ import { routeHint } from '../routes/route-hints.ts';
 
 /** Seconds a caller should wait before retrying after a 503 (or a 429 that did not say). */
 const RETRY_AFTER_SECONDS = 1;
+/** After a 507: space comes back only when an operator frees or adds some, not in a second. */
+const STORAGE_RETRY_AFTER_SECONDS = 30;
 
 /**
  * problemResponder is the one place errors become responses: whatever a later middleware throws
@@ -31,6 +33,7 @@ export function problemResponder(): Middleware<AppState> {
       if (problem.status === 503 || (problem.status === 429 && ctx.response.headers['retry-after'] === undefined)) {
         ctx.set('Retry-After', String(RETRY_AFTER_SECONDS));
       }
+      if (problem.status === 507) ctx.set('Retry-After', String(STORAGE_RETRY_AFTER_SECONDS));
       // A body refused before it was read would otherwise be read to its end and thrown away, for
       // as long as the client takes to send it: the connection is closed instead.
       if (hasBody(ctx.req) && !ctx.req.complete) ctx.set('Connection', 'close');

@@ -131,7 +131,7 @@ export function problemResponses(codes: readonly ErrorCode[], path: string): Jso
       description: statusCodes.map((code) => `\`${code}\`: ${PROBLEM_TYPES[code].description}`).join('\n\n'),
       headers: {
         ...REQUEST_ID_HEADER,
-        ...(status === 503 || status === 429 ? { 'Retry-After': ref('headers', 'Retry-After') } : {}),
+        ...(status === 503 || status === 429 || status === 507 ? { 'Retry-After': ref('headers', 'Retry-After') } : {}),
         ...(status === 401 ? { 'WWW-Authenticate': ref('headers', 'WWW-Authenticate') } : {}),
         ...(status === 405 ? { Allow: ref('headers', 'Allow') } : {}),
       },
@@ -180,6 +180,9 @@ const PROBLEM_EXAMPLES: Readonly<Record<ErrorCode, { readonly detail: string } &
   BACKEND_UNAVAILABLE: { detail: 'The data store is unavailable. Retry later.' },
   SHUTTING_DOWN: { detail: 'The service is shutting down: it finishes its in-flight requests and takes no new connections.' },
   DEADLINE_EXCEEDED: { detail: 'The data store did not answer in time.' },
+  INSUFFICIENT_STORAGE: {
+    detail: 'The data store is out of space: nothing was written. Reads still work; writes fail until the operators free or add space.',
+  },
   OVERLOADED: { detail: 'The service is handling 256 requests, its limit. Retry shortly.' },
   RATE_LIMITED: { detail: 'More than 100 requests per second. Retry after the Retry-After delay.' },
   INTERNAL: { detail: 'The service failed unexpectedly. Report the requestId to the operators.' },

@@ -61,7 +61,7 @@ export const V1_OPERATIONS: readonly Operation[] = [
       schema: schemas.createTableResponse,
       example: ({ instance }) => ({ instanceID: instance, tableName: 'orders', columnFamily: 'cf' }),
     },
-    errors: ['TABLE_ALREADY_EXISTS'],
+    errors: ['TABLE_ALREADY_EXISTS', 'INSUFFICIENT_STORAGE'],
     handle: async ({ params, body }, { services, signal }) => {
       const { store } = services.stores.default;
       // V1_MAX_VERSIONS (0: every version). A store that keeps only the latest keeps one whatever
@@ -93,7 +93,7 @@ export const V1_OPERATIONS: readonly Operation[] = [
       schema: schemas.insertDataResponse,
       example: ({ instance }) => ({ instanceID: instance, tableName: 'orders', rowKeyId: 'order#1001', cellsWritten: 1 }),
     },
-    errors: ['TABLE_NOT_FOUND', 'COLUMN_FAMILY_NOT_FOUND'],
+    errors: ['TABLE_NOT_FOUND', 'COLUMN_FAMILY_NOT_FOUND', 'INSUFFICIENT_STORAGE'],
     handle: async ({ params, body }, { services, signal }) => {
       const cells = await cellSets(body.data);
       await services.rows.mutate(tableTarget(services, params, body.tableName), Buffer.from(body.rowKeyId, 'utf8'), cells, INSERT_FIELDS, { signal });
@@ -154,7 +154,8 @@ export const V1_OPERATIONS: readonly Operation[] = [
       schema: schemas.deleteTableResponse,
       example: ({ instance }) => ({ instanceID: instance, deleted: ['orders'] }),
     },
-    errors: ['TABLE_NOT_FOUND'],
+    // The embedded store needs room in its journal to free a large table's pages.
+    errors: ['TABLE_NOT_FOUND', 'INSUFFICIENT_STORAGE'],
     handle: async ({ params, body }, { services, signal }) => ({
       instanceID: params.instanceID,
       deleted: await services.tables.deleteMany(services.stores.default.name, params.instanceID, body.tableList, { signal }),

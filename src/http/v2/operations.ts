@@ -140,7 +140,7 @@ export const V2_OPERATIONS: readonly Operation[] = [
       schema: schemas.tableResponse,
       example: () => ({ name: 'orders', families: [{ name: 'cf', maxVersions: 3 }, { name: 'meta' }] }),
     },
-    errors: [...ON_INSTANCE, 'TABLE_ALREADY_EXISTS', 'NOT_SUPPORTED_BY_STORE'],
+    errors: [...ON_INSTANCE, 'TABLE_ALREADY_EXISTS', 'NOT_SUPPORTED_BY_STORE', 'INSUFFICIENT_STORAGE'],
     handle: ({ params, body }, { services, signal }) =>
       services.tables.create({ ...params, table: body.name }, body.families.map(familySpec), { signal }),
   }),
@@ -195,7 +195,7 @@ export const V2_OPERATIONS: readonly Operation[] = [
       'Writes the cells in one atomic row mutation: all or none. Cells without a `timestamp` all get the time of the request; ' +
       'earlier versions are kept as the family\'s policy allows. The key is percent-encoded UTF-8 in the path (a `:` as `%3A`).',
     success: { status: 200, description: 'The cells were written.', schema: schemas.writeRowResponse },
-    errors: [...ON_TABLE, 'COLUMN_FAMILY_NOT_FOUND'],
+    errors: [...ON_TABLE, 'COLUMN_FAMILY_NOT_FOUND', 'INSUFFICIENT_STORAGE'],
     handle: async ({ params, query, body }, { services, signal }) => {
       const base64 = inBase64(query);
       const key = urlBytes(params.key, base64);
@@ -249,7 +249,7 @@ export const V2_OPERATIONS: readonly Operation[] = [
       'Applies the mutations to the row atomically and in order: `set` writes a version of a column, `deleteColumn` deletes every ' +
       'version of a column, `deleteFamily` every column of a family, `deleteRow` the whole row. Sets without a timestamp all get the time of the request.',
     success: { status: 200, description: 'The mutations were applied.', schema: schemas.mutateRowResponse },
-    errors: [...ON_TABLE, 'COLUMN_FAMILY_NOT_FOUND'],
+    errors: [...ON_TABLE, 'COLUMN_FAMILY_NOT_FOUND', 'INSUFFICIENT_STORAGE'],
     handle: async ({ params, query, body }, { services, signal }) => {
       const base64 = inBase64(query);
       const key = urlBytes(params.key, base64);
@@ -361,7 +361,7 @@ export const V2_OPERATIONS: readonly Operation[] = [
       'timestamp all get the time of the request. An entry with `conditions` is a checkAndMutate of its row, reporting `matched`; entries naming ' +
       'the same row are applied in entry order. Conditions need the store capability `checkAndMutate`.',
     success: { status: 200, description: 'One result per entry, in entry order.', schema: schemas.batchWriteResponse },
-    errors: [...ON_TABLE, 'NOT_SUPPORTED_BY_STORE'],
+    errors: [...ON_TABLE, 'NOT_SUPPORTED_BY_STORE', 'INSUFFICIENT_STORAGE'],
     handle: async ({ params, query, body }, { services, signal }) => {
       const base64 = inBase64(query);
       const entries = await batchEntries(body.entries, base64);
@@ -395,7 +395,7 @@ export const V2_OPERATIONS: readonly Operation[] = [
     summary: 'Delete a row',
     description: 'Deletes every cell of the row. Deleting a row that does not exist is not an error.',
     success: { status: 204, description: 'The row is gone.' },
-    errors: ON_TABLE,
+    errors: [...ON_TABLE, 'INSUFFICIENT_STORAGE'],
     handle: async ({ params, query }, { services, signal }) => {
       const key = urlBytes(params.key, inBase64(query));
       await services.rows.mutate(target(params), key, [{ type: 'deleteRow' }], { key: 'key', mutations: '', field: () => '' }, { signal });
@@ -414,7 +414,8 @@ export const V2_OPERATIONS: readonly Operation[] = [
     summary: 'Delete a table',
     description: 'Deletes the table and all its rows.',
     success: { status: 204, description: 'The table is gone.' },
-    errors: ON_TABLE,
+    // The embedded store needs room in its journal to free a large table's pages.
+    errors: [...ON_TABLE, 'INSUFFICIENT_STORAGE'],
     handle: async ({ params }, { services, signal }) => {
       await services.tables.delete(target(params), { signal });
       return undefined;
@@ -437,7 +438,7 @@ export const V2_OPERATIONS: readonly Operation[] = [
       'and nothing is deleted. If the store fails part-way, the error lists the tables `deleted` and `notDeleted`. ' +
       '(The example deletes the example table, which "Delete a table" above deleted: create it again first, and this example answers 200.)',
     success: { status: 200, description: 'All the tables were deleted.', schema: schemas.batchDeleteResponse, example: () => ({ deleted: ['orders'] }) },
-    errors: [...ON_INSTANCE, 'TABLE_NOT_FOUND'],
+    errors: [...ON_INSTANCE, 'TABLE_NOT_FOUND', 'INSUFFICIENT_STORAGE'],
     handle: async ({ params, body }, { services, signal }) => ({
       deleted: await services.tables.deleteMany(params.store, params.instance, body.tables, { signal }),
     }),

@@ -1,5 +1,6 @@
 import { Bigtable, type BigtableOptions, admin as bigtableAdmin, v2, type protos } from '@google-cloud/bigtable';
 import { status as GrpcStatus } from '@grpc/grpc-js';
+import { ClientStart } from '../client-start.ts';
 import { StoreError, callerGone, failing, isStoreError, unimplemented } from '../errors.ts';
 import type {
   CallOptions,
@@ -92,8 +93,7 @@ export class BigtableStore implements DataStore {
   readonly limits: StoreLimits = BIGTABLE_LIMITS;
   readonly #projectId: string;
   readonly #instanceIds: readonly string[];
-  readonly #data: v2.BigtableClient;
-  readonly #admin: bigtableAdmin.v2.BigtableTableAdminClient;
+  readonly #clients: ClientStart<BigtableClients>;
   readonly #schemas: SchemaCache;
   /**
    * The emulator (gcloud 528) applies the rules of a ReadModifyWriteRow one by one and keeps those
@@ -101,7 +101,6 @@ export class BigtableStore implements DataStore {
    * values the increments would find are checked first (see readModifyWriteRow).
    */
   readonly #rulesApplyOneByOne: boolean;
-  #stubReady: Promise<BigtableStub> | undefined;
 
   constructor(options: BigtableStoreOptions) {
     this.#projectId = options.projectId;
@@ -127,15 +126,15 @@ export class BigtableStore implements DataStore {
           }),
     };
     const settings = new Bigtable(clientOptions).options;
-    this.#data = new v2.BigtableClient(settings.BigtableClient);
-    this.#admin = new bigtableAdmin.v2.BigtableTableAdminClient(settings.BigtableTableAdminClient);
+    this.#clients = new ClientStart('bigtable', () => startClients(settings), closeClients);
   }
 
   async createTable(ref: TableRef, specs: readonly FamilySpec[], options: CallOptions): Promise<void> {
     const columnFamilies = Object.fromEntries(specs.map((family) => [family.name, { gcRule: gcRuleFor(family) ?? null }]));
     try {
       // Not retried: after a lost answer a retry would report ALREADY_EXISTS for our own table.
-      await this.#admin.createTable({ parent: this.#instanceName(ref.instance), tableId: ref.table, table: { columnFamilies } }, gaxOptions(options));
+      const { admin } = await this.#clients.clients(options);
+      await admin.createTable({ parent: this.#instanceName(ref.instance), tableId: ref.table, table: { columnFamilies } }, gaxOptions(options));
     } catch (error) {
       throw toStoreError(error, 'createTable', { resource: 'table', name: ref.table });
     }
@@ -154,8 +153,8 @@ export class BigtableStore implements DataStore {
 
   async listTables(instance: string, options: CallOptions): Promise<string[]> {
     const parent = this.#instanceName(instance);
-    const [tables] = await withRetry(options, 'listTables', { resource: 'instance', name: instance }, () =>
-      this.#admin.listTables({ parent, view: 'NAME_ONLY' }, gaxOptions(options)),
+    const [tables] = await withRetry(options, 'listTables', { resource: 'instance', name: instance }, async () =>
+      (await this.#clients.clients(options)).admin.listTables({ parent, view: 'NAME_ONLY' }, gaxOptions(options)),
     );
     const prefix = `${parent}/tables/`;
     return tables.map((table) => (table.name ?? '').slice(prefix.length));
@@ -164,7 +163,8 @@ export class BigtableStore implements DataStore {
   async deleteTable(ref: TableRef, options: CallOptions): Promise<void> {
     const name = this.#tableName(ref);
     try {
-      await this.#admin.deleteTable({ name }, gaxOptions(options));
+      const { admin } = await this.#clients.clients(options);
+      await admin.deleteTable({ name }, gaxOptions(options));
     } catch (error) {
       throw toStoreError(error, 'deleteTable', { resource: 'table', name: ref.table });
     } finally {
@@ -177,7 +177,7 @@ export class BigtableStore implements DataStore {
     // The emulator applies the mutations before one naming an unknown family and then fails, so a
     // missing family must be found before writing; production Bigtable would reject all of it.
     await this.#requireFamilies(ref, [mutations], options);
-    const stub = await this.#stub();
+    const { stub } = await this.#clients.clients(options);
     const { path, requestSerialize, responseDeserialize } = stub.mutateRow;
     const request = await encodeMutateRow(requestSerialize, tableName, key, mutations);
     try {
@@ -213,7 +213,7 @@ export class BigtableStore implements DataStore {
     });
     if (toSend.length === 0) return results;
 
-    const stub = await this.#stub();
+    const { stub } = await this.#clients.clients(options);
     const { path, requestSerialize, responseDeserialize } = stub.mutateRows;
     const encoding = await MutateRowsEncoding.of(requestSerialize, tableName, entries, toSend);
     const send: SendEntries = (indexes) =>
@@ -281,7 +281,7 @@ export class BigtableStore implements DataStore {
     const families = await this.#requireNamedFamilies(ref, named, options);
     const predicate = predicateOf(check.conditions, families, Date.now());
     const [onMatch, onMismatch] = predicate.inverted ? [check.otherwise, check.mutations] : [check.mutations, check.otherwise];
-    const stub = await this.#stub();
+    const { stub } = await this.#clients.clients(options);
     const { path, requestSerialize, responseDeserialize } = stub.checkAndMutateRow;
     // The filter as the request's only field: a one-byte tag and a length, three bytes from 16 KiB
     // on (so exact for the sizes that matter here).
@@ -319,7 +319,7 @@ export class BigtableStore implements DataStore {
     const tableName = this.#tableName(ref);
     const named = rules.map((rule) => rule.family);
     const families = await this.#requireNamedFamilies(ref, named, options);
-    const stub = await this.#stub();
+    const { stub } = await this.#clients.clients(options);
     const subject = { resource: 'table', name: ref.table } as const;
 
     const deletions = expiredVersionsDeletions(rules, families, Date.now());
@@ -367,14 +367,19 @@ export class BigtableStore implements DataStore {
     await Promise.all(
       this.#instanceIds.map((instance) =>
         withRetry(options, 'pingAndWarm', { resource: 'instance', name: instance }, () =>
-          this.#data.pingAndWarm({ name: this.#instanceName(instance) }, gaxOptions(options)),
+          this.#pingAndWarm(instance, options),
         ),
       ),
     );
   }
 
   async close(): Promise<void> {
-    await Promise.all([this.#data.close(), this.#admin.close()]);
+    await this.#clients.close();
+  }
+
+  async #pingAndWarm(instance: string, options: CallOptions): Promise<unknown> {
+    const { data } = await this.#clients.clients(options);
+    return data.pingAndWarm({ name: this.#instanceName(instance) }, gaxOptions(options));
   }
 
   async *#scan(ref: TableRef, scan: ScanRequest, options: CallOptions): AsyncGenerator<Row> {
@@ -406,7 +411,7 @@ export class BigtableStore implements DataStore {
    * the call.
    */
   async #collectRows(request: ReadRowsRequest, options: CallOptions): Promise<Row[]> {
-    const stub = await this.#stub();
+    const { stub } = await this.#clients.clients(options);
     const call = this.#readRowsCall(stub, request, options);
     return new Promise((resolve, reject) => {
       const rows: Row[] = [];
@@ -472,7 +477,7 @@ export class BigtableStore implements DataStore {
 
   /** The rows of one ReadRows call, cells in contract order, as they arrive. No retries. */
   async *#readStream(request: ReadRowsRequest, options: CallOptions): AsyncGenerator<Row> {
-    const stub = await this.#stub();
+    const { stub } = await this.#clients.clients(options);
     const decoder = new ReadRowsDecoder(stub.readRows.responseDeserialize);
     for await (const message of streamOf(() => this.#readRowsCall(stub, request, options), options)) {
       let rows: MergedRow[];
@@ -518,8 +523,8 @@ export class BigtableStore implements DataStore {
 
   async #loadSchema(ref: TableRef, options: CallOptions): Promise<Families> {
     const tableName = this.#tableName(ref);
-    const [table] = await withRetry(options, 'getTable', { resource: 'table', name: ref.table }, () =>
-      this.#admin.getTable({ name: tableName, view: 'SCHEMA_VIEW' }, gaxOptions(options)),
+    const [table] = await withRetry(options, 'getTable', { resource: 'table', name: ref.table }, async () =>
+      (await this.#clients.clients(options)).admin.getTable({ name: tableName, view: 'SCHEMA_VIEW' }, gaxOptions(options)),
     );
     const families = new Map(Object.entries(table.columnFamilies ?? {}).map(([name, family]) => [name, policyOf(family.gcRule)]));
     return this.#schemas.set(tableName, families);
@@ -587,18 +592,6 @@ export class BigtableStore implements DataStore {
     return new StoreError('NOT_FOUND', `column family "${family}" not in table ${this.#tableName(ref)}`, { resource: 'columnFamily', name: family });
   }
 
-  /**
-   * The generated client's own gRPC stub (authenticated like the client). Data calls are made on
-   * it directly, as this adapter does its own retries and deadlines anyway: gax's streaming
-   * wrapper (a proxy stream, retry-request, pipes) cost more CPU per single-row read than the bare
-   * call itself, and its unary wrapper a good part of a MutateRow's (bench/mutate-row-path.ts;
-   * figures: docs/performance.md). Admin calls, which are rare, keep using gax.
-   */
-  #stub(): Promise<BigtableStub> {
-    this.#stubReady ??= this.#data.initialize() as unknown as Promise<BigtableStub>;
-    return this.#stubReady;
-  }
-
   #instanceName(instance: string): string {
     return `projects/${this.#projectId}/instances/${instance}`;
   }
@@ -606,6 +599,44 @@ export class BigtableStore implements DataStore {
   #tableName(ref: TableRef): string {
     return `${this.#instanceName(ref.instance)}/tables/${ref.table}`;
   }
+}
+
+/**
+ * The generated data and table-admin clients, started, and the data client's own gRPC stub
+ * (authenticated like the client). Data calls are made on the stub directly, as this adapter does
+ * its own retries and deadlines anyway: gax's streaming wrapper (a proxy stream, retry-request,
+ * pipes) cost more CPU per single-row read than the bare call itself, and its unary wrapper a good
+ * part of a MutateRow's (bench/mutate-row-path.ts; figures: docs/performance.md). Admin calls,
+ * which are rare, and pingAndWarm keep using gax.
+ */
+interface BigtableClients {
+  readonly data: v2.BigtableClient;
+  readonly admin: bigtableAdmin.v2.BigtableTableAdminClient;
+  readonly stub: BigtableStub;
+}
+
+type ClientSettings = Bigtable['options'];
+
+/**
+ * Makes both clients and starts them (credentials, stubs), the data client first: the admin
+ * client starts a stub of its own (long-running operations) as soon as it is made, so it is made
+ * only once credentials are known to load. A client that failed to start is dropped uncalled.
+ */
+async function startClients(settings: ClientSettings): Promise<BigtableClients> {
+  const data = new v2.BigtableClient(settings.BigtableClient);
+  const stub = (await data.initialize()) as unknown as BigtableStub;
+  const admin = new bigtableAdmin.v2.BigtableTableAdminClient(settings.BigtableTableAdminClient);
+  try {
+    await admin.initialize();
+  } catch (error) {
+    await data.close().catch(() => undefined);
+    throw error;
+  }
+  return { data, admin, stub };
+}
+
+async function closeClients(clients: BigtableClients): Promise<void> {
+  await Promise.all([clients.data.close(), clients.admin.close()]);
 }
 
 /** A ReadRows stream that broke the protocol: a bug on one side or the other, never retried. */

@@ -1,5 +1,6 @@
 import { status as GrpcStatus } from '@grpc/grpc-js';
 import { StoreError, type StoreErrorOptions } from '../errors.ts';
+import { isCredentialFailure, isOutOfStorage } from '../grpc-answers.ts';
 
 /** The gRPC status code of an error from the Bigtable client, if it carries one. */
 export function grpcCode(error: unknown): number | undefined {
@@ -10,7 +11,12 @@ export function grpcCode(error: unknown): number | undefined {
 /** Codes for which the call may be repeated: the backend did not do the work, or may be retried. */
 export function isTransient(error: unknown): boolean {
   const code = grpcCode(error);
-  return code === GrpcStatus.UNAVAILABLE || code === GrpcStatus.RESOURCE_EXHAUSTED;
+  return code === GrpcStatus.UNAVAILABLE || (code === GrpcStatus.RESOURCE_EXHAUSTED && !outOfStorage(error));
+}
+
+/** A RESOURCE_EXHAUSTED that says storage is full, not a throttle (see isOutOfStorage). */
+function outOfStorage(error: unknown): boolean {
+  return grpcCode(error) === GrpcStatus.RESOURCE_EXHAUSTED && isOutOfStorage(error instanceof Error ? error.message : String(error));
 }
 
 /** Whether the call ran out of time (on the wire, or before it was made). */
@@ -36,13 +42,14 @@ export function toStoreError(error: unknown, operation: string, subject: StoreEr
     case GrpcStatus.INVALID_ARGUMENT:
       // The service checks the published limits first; this is what the backend refused besides.
       return new StoreError('INVALID_ARGUMENT', text, { cause: error });
-    case GrpcStatus.UNAVAILABLE:
     case GrpcStatus.RESOURCE_EXHAUSTED:
+      return new StoreError(outOfStorage(error) ? 'RESOURCE_EXHAUSTED' : 'UNAVAILABLE', text, { cause: error });
+    case GrpcStatus.UNAVAILABLE:
       return new StoreError('UNAVAILABLE', text, { cause: error });
     case GrpcStatus.DEADLINE_EXCEEDED:
     case GrpcStatus.CANCELLED:
       return new StoreError('DEADLINE_EXCEEDED', text, { cause: error });
     default:
-      return new StoreError('INTERNAL', text, { cause: error });
+      return new StoreError(isCredentialFailure(text) ? 'UNAVAILABLE' : 'INTERNAL', text, { cause: error });
   }
 }

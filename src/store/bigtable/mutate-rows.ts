@@ -68,7 +68,9 @@ export async function applyEntries(indexes: readonly number[], send: SendEntries
       const previous = results.get(index);
       // Out of time after a transient failure: the transient failure is the news.
       results.set(index, error !== null && isDeadline(error) && previous && isTransient(previous) ? previous : error);
-      if (error !== null && (status === undefined ? isTransient(error) : RETRIED_ENTRY_CODES.has(status.code ?? 0))) retry.push(index);
+      // A RESOURCE_EXHAUSTED is retried only when it throttles (isTransient), not when storage is full.
+      const retried = status === undefined || status.code === GrpcStatus.RESOURCE_EXHAUSTED ? error !== null && isTransient(error) : RETRIED_ENTRY_CODES.has(status.code ?? 0);
+      if (error !== null && retried) retry.push(index);
     });
     if (retry.length === 0 || !(await backoff(attempt, options))) return { results, answered };
     pending = retry;

@@ -13,10 +13,16 @@ import { StoreError } from '../errors.ts';
 
 /**
  * Error replies that mean "not now": Redis is loading its data, busy with a script, a replica
- * without its primary, out of memory under maxmemory, or a cluster re-sharding. Retrying later
- * may succeed.
+ * without its primary, or a cluster re-sharding. Retrying later may succeed.
  */
-const TRANSIENT_REPLIES = /^(LOADING|BUSY|MASTERDOWN|READONLY|OOM|CLUSTERDOWN|TRYAGAIN|MOVED|ASK|NOREPLICAS)\b/;
+const TRANSIENT_REPLIES = /^(LOADING|BUSY|MASTERDOWN|READONLY|CLUSTERDOWN|TRYAGAIN|MOVED|ASK|NOREPLICAS)\b/;
+
+/**
+ * "OOM command not allowed when used memory > 'maxmemory'": Redis at its memory limit with a
+ * policy that does not evict (noeviction, or volatile-* with nothing left to evict). It refuses
+ * writes until memory is freed or the limit raised; reads and deletes still work.
+ */
+const OUT_OF_MEMORY_REPLY = /^OOM\b/;
 
 /**
  * toStoreError maps a node-redis error to the store's closed set of codes. Errors from the client
@@ -28,6 +34,7 @@ export function toStoreError(error: unknown, operation: string): StoreError {
   const text = `redis ${operation}: ${error instanceof Error ? error.message : String(error)}`;
   if (error instanceof ErrorReply) {
     if (TRANSIENT_REPLIES.test(error.message)) return new StoreError('UNAVAILABLE', text, { cause: error });
+    if (OUT_OF_MEMORY_REPLY.test(error.message)) return new StoreError('RESOURCE_EXHAUSTED', text, { cause: error });
     // NOAUTH / WRONGPASS: the AUTH string is wrong or missing; the operator must act.
     return new StoreError('INTERNAL', text, { cause: error });
   }

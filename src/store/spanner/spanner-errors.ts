@@ -1,5 +1,6 @@
 import { status as GrpcStatus } from '@grpc/grpc-js';
 import { StoreError } from '../errors.ts';
+import { isCredentialFailure, isOutOfStorage } from '../grpc-answers.ts';
 
 /** The gRPC status code of an error from the Spanner client, if it carries one. */
 export function grpcCode(error: unknown): number | undefined {
@@ -17,8 +18,10 @@ export function toStoreError(error: unknown, operation: string): StoreError {
   const code = grpcCode(error);
   const text = `spanner ${operation}: ${error instanceof Error ? error.message : String(error)}`;
   switch (code) {
-    case GrpcStatus.UNAVAILABLE:
     case GrpcStatus.RESOURCE_EXHAUSTED:
+      // Storage that is full, or (sessions, memory, quotas of requests) a throttle: see isOutOfStorage.
+      return new StoreError(isOutOfStorage(text) ? 'RESOURCE_EXHAUSTED' : 'UNAVAILABLE', text, { cause: error });
+    case GrpcStatus.UNAVAILABLE:
     case GrpcStatus.ABORTED: // still aborted when the client's own retries ran out of time
       return new StoreError('UNAVAILABLE', text, { cause: error });
     case GrpcStatus.DEADLINE_EXCEEDED:
@@ -28,6 +31,6 @@ export function toStoreError(error: unknown, operation: string): StoreError {
       // The database (or the Spanner instance) is gone: the store cannot serve until it is back.
       return new StoreError('UNAVAILABLE', text, { cause: error });
     default:
-      return new StoreError('INTERNAL', text, { cause: error });
+      return new StoreError(isCredentialFailure(text) ? 'UNAVAILABLE' : 'INTERNAL', text, { cause: error });
   }
 }

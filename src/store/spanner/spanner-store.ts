@@ -1,7 +1,8 @@
 import { randomBytes } from 'node:crypto';
-import { type Database, type Instance, type Snapshot, Spanner, type SpannerOptions, type Transaction } from '@google-cloud/spanner';
+import { type Database, type Instance, type Snapshot, Spanner, type SpannerOptions, type Transaction, v1 } from '@google-cloud/spanner';
 import { credentials, status as GrpcStatus } from '@grpc/grpc-js';
 import type { Logger } from 'pino';
+import { ClientStart } from '../client-start.ts';
 import { StoreError, callerGone, failing, unimplemented } from '../errors.ts';
 import type {
   CallOptions,
@@ -84,17 +85,18 @@ export class SpannerStore implements DataStore {
   readonly capabilities = SPANNER_CAPABILITIES;
   readonly limits = SPANNER_LIMITS;
   readonly #clientOptions: SpannerOptions;
-  #spanner: Spanner;
-  #instance: Instance;
+  /** The client, its Spanner instance and a Database for each served instance, once started. */
+  readonly #clients: ClientStart<SpannerClients>;
   /** Clients replaced after a database was found gone: closed with the store. */
-  readonly #retired: Spanner[] = [];
+  readonly #retired: SpannerClients[] = [];
+  /** The kvcrud instances served: each a database of the Spanner instance. */
+  readonly #instances: readonly string[];
   /** Set when a database was found gone: the next preparation starts a new client. */
   #renew = false;
   readonly #instanceId: string;
   readonly #emulator: boolean;
   readonly #logger: Logger;
   readonly #queue: TransactionQueue;
-  #databases = new Map<string, Database>();
   /** Each database's schema check (and, on the emulator, its creation), done once per process. */
   readonly #prepared = new Map<string, Promise<Database>>();
   readonly #reclaims = new Set<Promise<void>>();
@@ -141,17 +143,42 @@ export class SpannerStore implements DataStore {
           }),
     };
     this.#clientOptions = clientOptions;
-    this.#spanner = new Spanner(clientOptions);
     this.#instanceId = options.instance;
-    this.#instance = this.#spanner.instance(options.instance);
-    for (const instance of options.instances) this.#databases.set(instance, this.#openDatabase(instance));
+    this.#instances = options.instances;
+    this.#clients = new ClientStart('spanner', () => this.#startClients(), closeClients);
   }
 
-  #openDatabase(instance: string): Database {
+  /**
+   * A new Spanner client, its generated clients started (see ClientStart). Its Databases are
+   * opened by #prepare, each once its database is known to exist: a Database starts making
+   * sessions as soon as it exists, so none exists before the generated clients have started, nor
+   * (on the emulator, which starts empty) before its database is created; a session pool that
+   * met "database not found" keeps its callers waiting.
+   */
+  async #startClients(): Promise<SpannerClients> {
+    const spanner = new Spanner(this.#clientOptions);
+    const started: Array<{ close(): Promise<void> }> = [];
+    try {
+      for (const name of GENERATED_CLIENTS) {
+        // The options the Spanner client gives its generated clients (its own, completed).
+        const client = new v1[name](spanner.options as unknown as ConstructorParameters<(typeof v1)[typeof name]>[0]);
+        await client.initialize();
+        started.push(client);
+        // Where the Spanner client looks for its generated client before making one itself.
+        spanner.clients_.set(name, client);
+      }
+    } catch (error) {
+      await Promise.allSettled(started.map((client) => client.close()));
+      throw error;
+    }
+    return { spanner, instance: spanner.instance(this.#instanceId), databases: new Map() };
+  }
+
+  #openDatabase(spannerInstance: Instance, instance: string): Database {
     {
       // A session the pool cannot create (the database is gone) fails the call after a while
       // instead of keeping it waiting; the pool itself ignores "database not found".
-      const database = this.#instance.database(instance, { min: 10, max: 100, incStep: 10, acquireTimeout: SESSION_WAIT_MS });
+      const database = spannerInstance.database(instance, { min: 10, max: 100, incStep: 10, acquireTimeout: SESSION_WAIT_MS });
       // The session pool reports sessions it failed to create here; calls report their own failures.
       let warned = 0;
       (database as unknown as NodeJS.EventEmitter).on('error', (error: unknown) => {
@@ -487,7 +514,7 @@ export class SpannerStore implements DataStore {
   checkHealth(options: CallOptions): Promise<void> {
     return this.#bounded(options, 'checkHealth', async () => {
       await Promise.all(
-        [...this.#databases.keys()].map(async (instance) => {
+        this.#instances.map(async (instance) => {
           const database = await this.#ready(instance, options);
           await database.run({ sql: 'SELECT 1', gaxOptions: gaxOptions(options) });
         }),
@@ -500,8 +527,7 @@ export class SpannerStore implements DataStore {
     if (this.#reclaims.size > 0) {
       await Promise.race([Promise.allSettled([...this.#reclaims]), new Promise((resolve) => setTimeout(resolve, CLOSE_GRACE_MS).unref())]);
     }
-    await Promise.allSettled([...this.#databases.values()].map((database) => database.close()));
-    await Promise.allSettled([this.#spanner, ...this.#retired].map((client) => client.close()));
+    await Promise.allSettled([this.#clients.close(), ...this.#retired.map(closeClients)]);
   }
 
   /** Waits for background removal of deleted tables' cells (for tests). */
@@ -511,11 +537,10 @@ export class SpannerStore implements DataStore {
 
   /** The instance's database with its schema checked (and, on the emulator, created); once per process. */
   #ready(instance: string, options: CallOptions): Promise<Database> {
-    const database = this.#databases.get(instance);
-    if (database === undefined) return Promise.reject(new StoreError('NOT_FOUND', `instance ${instance} is not served by this store`, { resource: 'instance', name: instance }));
+    if (!this.#instances.includes(instance)) return Promise.reject(new StoreError('NOT_FOUND', `instance ${instance} is not served by this store`, { resource: 'instance', name: instance }));
     let prepared = this.#prepared.get(instance);
     if (prepared === undefined) {
-      prepared = this.#prepare(instance, database, options);
+      prepared = this.#prepare(instance, options);
       this.#prepared.set(instance, prepared);
       // A failure is not remembered: the next call tries again (the database may be back).
       prepared.catch((error: unknown) => {
@@ -526,11 +551,16 @@ export class SpannerStore implements DataStore {
     return prepared;
   }
 
-  async #prepare(instance: string, found: Database, options: CallOptions): Promise<Database> {
+  async #prepare(instance: string, options: CallOptions): Promise<Database> {
     this.#logger.debug({ database: instance }, 'spanner: preparing the database');
-    if (this.#emulator) await this.#createOnEmulator(instance);
     if (this.#renew) this.#renewClient();
-    const database = this.#databases.get(instance) ?? found;
+    const clients = await this.#clients.clients(options);
+    if (this.#emulator) await this.#createOnEmulator(clients.instance, instance);
+    let database = clients.databases.get(instance);
+    if (database === undefined) {
+      database = this.#openDatabase(clients.instance, instance);
+      clients.databases.set(instance, database);
+    }
     const timeout = Math.max(remaining(options), 30_000);
     try {
       await ensureSchema(database, { timeout, transact: (work) => this.#queue.run(work, Date.now() + timeout) });
@@ -550,10 +580,10 @@ export class SpannerStore implements DataStore {
   }
 
   /** The emulator starts empty: its instance and each database are created on first use. */
-  async #createOnEmulator(instance: string): Promise<void> {
+  async #createOnEmulator(spannerInstance: Instance, instance: string): Promise<void> {
     this.#emulatorInstance ??= (async () => {
       try {
-        const admin = this.#instance as unknown as { create(config: object): Promise<[unknown, LongRunning]> };
+        const admin = spannerInstance as unknown as { create(config: object): Promise<[unknown, LongRunning]> };
         const [, operation] = await admin.create({ config: 'emulator-config', nodes: 1, displayName: this.#instanceId });
         await operation.promise();
       } catch (error) {
@@ -567,7 +597,7 @@ export class SpannerStore implements DataStore {
       throw error;
     }
     try {
-      const [, operation] = await this.#instance.createDatabase(instance);
+      const [, operation] = await spannerInstance.createDatabase(instance);
       await operation.promise();
     } catch (error) {
       if (grpcCode(error) !== GrpcStatus.ALREADY_EXISTS) throw error;
@@ -635,7 +665,7 @@ export class SpannerStore implements DataStore {
 
   /** Creates (and drops) a session: why Spanner cannot be reached, or undefined when it answered. */
   async #probe(): Promise<string | undefined> {
-    const database = this.#databases.values().next().value;
+    const database = this.#clients.started?.databases.values().next().value;
     if (database === undefined) return undefined;
     try {
       const [session] = await database.createSession({ gaxOptions: { timeout: PROBE_TIMEOUT_MS, maxRetries: 0 } });
@@ -672,10 +702,9 @@ export class SpannerStore implements DataStore {
    */
   #renewClient(): void {
     this.#renew = false;
-    this.#retired.push(this.#spanner);
-    this.#spanner = new Spanner(this.#clientOptions);
-    this.#instance = this.#spanner.instance(this.#instanceId);
-    this.#databases = new Map([...this.#databases.keys()].map((instance) => [instance, this.#openDatabase(instance)]));
+    const current = this.#clients.started;
+    if (current !== undefined) this.#retired.push(current);
+    this.#clients.forget();
   }
 
   /** One read-write transaction within the call's deadline, with the client's retry of aborted ones; queued on the emulator. */
@@ -717,6 +746,11 @@ export class SpannerStore implements DataStore {
       };
       const timer = setTimeout(() => {
         signal?.removeEventListener('abort', onAbort);
+        // Still starting the client (loading credentials): no call has reached Spanner.
+        if (this.#clients.starting) {
+          reject(new StoreError('UNAVAILABLE', `spanner ${operation}: the client did not start before the deadline (its credentials did not load: check the credentials file, or that the metadata server answers)`));
+          return;
+        }
         this.#suspect();
         reject(deadlineExceeded(operation));
       }, left);
@@ -736,6 +770,21 @@ export class SpannerStore implements DataStore {
       );
     });
   }
+}
+
+/** The generated clients the Spanner client calls, started before it is used. */
+const GENERATED_CLIENTS = ['SpannerClient', 'DatabaseAdminClient', 'InstanceAdminClient'] as const;
+
+interface SpannerClients {
+  readonly spanner: Spanner;
+  readonly instance: Instance;
+  /** Each served instance's Database, opened on its first use (#prepare). */
+  readonly databases: Map<string, Database>;
+}
+
+async function closeClients(clients: SpannerClients): Promise<void> {
+  await Promise.allSettled([...clients.databases.values()].map((database) => database.close()));
+  await clients.spanner.close();
 }
 
 const CELL_COLUMNS = ['row_key', 'family', 'col', 'ts', 'value'];
