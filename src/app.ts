@@ -4,12 +4,22 @@ import { trace } from '@opentelemetry/api';
 import Koa, { type Middleware } from 'koa';
 import type { Logger } from 'pino';
 import { type Authenticator, NO_AUTHENTICATION } from './auth/authenticator.ts';
-import { type Config, DEFAULT_INFLIGHT_UNAUTHENTICATED, DEFAULT_MIN_BODY_BYTES_PER_SECOND, DEFAULT_V1_MAX_VERSIONS, defaultInflightPerCaller, perCallerBoundFrom } from './config.ts';
+import {
+  type Config,
+  DEFAULT_FEEDS_MAX,
+  DEFAULT_FEEDS_MAX_PER_CALLER,
+  DEFAULT_INFLIGHT_UNAUTHENTICATED,
+  DEFAULT_MIN_BODY_BYTES_PER_SECOND,
+  DEFAULT_V1_MAX_VERSIONS,
+  defaultInflightPerCaller,
+  perCallerBoundFrom,
+} from './config.ts';
 import { holdAnswers } from './http/admission/answer-holds.ts';
 import { BodyBudget, bodyBudgetBytes } from './http/admission/body-budget.ts';
 import { clientAddress } from './http/admission/client-address.ts';
 import type { AppState } from './http/app-state.ts';
 import { DrainState } from './http/admission/drain-state.ts';
+import { FeedService } from './service/change-feeds.ts';
 import { InflightLimits } from './http/admission/inflight-limits.ts';
 import { authenticate } from './http/middleware/authenticate.ts';
 import { requireGrant, requireGrantOnEveryStore } from './http/middleware/authorize.ts';
@@ -35,7 +45,7 @@ import { StoreDirectory } from './service/stores.ts';
 import { TableService } from './service/tables.ts';
 import { type StoreInstrumentation, instrumentStores } from './store/instrumented-store.ts';
 import type { StoreSet } from './store/store-set.ts';
-import { type Metrics, createMetrics } from './telemetry/metrics.ts';
+import { type Metrics, createMetrics, feedMetrics } from './telemetry/metrics.ts';
 
 /** One client address may take this share of the credential-check budget (MAX_INFLIGHT_UNAUTHENTICATED / 4). */
 const CHECKS_SHARE_PER_ADDRESS = 4;
@@ -50,7 +60,7 @@ const VERSION = (JSON.parse(readFileSync(new URL('../package.json', import.meta.
 
 export interface AppDeps {
   readonly config: Pick<Config, 'maxBodyBytes' | 'storeTimeoutMs' | 'maxInflight' | 'rateLimitPerSecond' | 'metricsPort'> &
-    Partial<Pick<Config, 'maxInflightPerCaller' | 'maxInflightUnauthenticated' | 'minBodyBytesPerSecond' | 'v1MaxVersions' | 'trustedProxies'>>;
+    Partial<Pick<Config, 'maxInflightPerCaller' | 'maxInflightUnauthenticated' | 'minBodyBytesPerSecond' | 'v1MaxVersions' | 'trustedProxies' | 'feedsMax' | 'feedsMaxPerCaller'>>;
   /**
    * The stores as the drivers opened them (openStores); the app measures, traces and
    * deadline-checks every call to them. The default store serves v1.
@@ -85,6 +95,12 @@ export function createApp({ config, stores: opened, logger, metrics = createMetr
     tables: new TableService({ stores: directory, storeTimeoutMs: config.storeTimeoutMs }),
     rows: new RowService({ stores: directory, storeTimeoutMs: config.storeTimeoutMs }),
     v1MaxVersions: config.v1MaxVersions ?? DEFAULT_V1_MAX_VERSIONS,
+    feeds: new FeedService({
+      stores: directory,
+      limits: { total: config.feedsMax ?? DEFAULT_FEEDS_MAX, perCaller: config.feedsMaxPerCaller ?? DEFAULT_FEEDS_MAX_PER_CALLER },
+      observer: feedMetrics(metrics),
+    }),
+    draining: drain.started,
   };
   const servesMetrics = config.metricsPort === undefined;
   const { authenticator, protectDocs } = auth ?? { authenticator: NO_AUTHENTICATION, protectDocs: false };

@@ -22,6 +22,10 @@ export interface Config {
    * apart by the socket's address.
    */
   readonly trustedProxies: readonly string[];
+  /** Most change feeds open at once (FEEDS_MAX); past it 503 OVERLOADED. */
+  readonly feedsMax?: number;
+  /** Most change feeds one caller has open at once (FEEDS_MAX_PER_CALLER); past it 429 RATE_LIMITED. */
+  readonly feedsMaxPerCaller?: number;
   /** Most new credentials (tokens not seen before) checked at once; past it 503 OVERLOADED. */
   readonly maxInflightUnauthenticated: number;
   /** Least rate a request body must arrive at after a grace second, or 0; slower: 408 REQUEST_TIMEOUT. */
@@ -96,6 +100,13 @@ export class ConfigError extends Error {
 
 const MIB = 1024 * 1024;
 
+/**
+ * FEEDS_MAX and FEEDS_MAX_PER_CALLER when not set. An open feed holds a connection and a bounded
+ * buffer (about 64 KiB) and no request slot: a thousand fit in a pod's memory many times over.
+ */
+export const DEFAULT_FEEDS_MAX = 1000;
+export const DEFAULT_FEEDS_MAX_PER_CALLER = 100;
+
 /** MAX_INFLIGHT_PER_CALLER when not set: half of MAX_INFLIGHT (at least 1). */
 export function defaultInflightPerCaller(maxInflight: number): number {
   return Math.max(1, Math.ceil(maxInflight / 2));
@@ -167,6 +178,13 @@ const envSchema = Joi.object({
     .default((env: { MAX_INFLIGHT: number }) => defaultInflightPerCaller(env.MAX_INFLIGHT))
     .messages({ 'number.max': '{{#label}} must be at most MAX_INFLIGHT' }),
   MAX_INFLIGHT_UNAUTHENTICATED: Joi.number().integer().min(1).max(1_000_000).default(DEFAULT_INFLIGHT_UNAUTHENTICATED),
+  FEEDS_MAX: Joi.number().integer().min(1).max(1_000_000).default(DEFAULT_FEEDS_MAX),
+  FEEDS_MAX_PER_CALLER: Joi.number()
+    .integer()
+    .min(1)
+    .max(Joi.ref('FEEDS_MAX'))
+    .default(DEFAULT_FEEDS_MAX_PER_CALLER)
+    .messages({ 'number.max': '{{#label}} must be at most FEEDS_MAX' }),
   MIN_BODY_BYTES_PER_SECOND: Joi.number().integer().min(0).max(1024 * MIB).default(DEFAULT_MIN_BODY_BYTES_PER_SECOND),
   RATE_LIMIT_PER_SECOND: Joi.number().integer().min(1).max(1_000_000),
   TRUSTED_PROXIES: Joi.string().trim().custom(trustedProxyList).default([]),
@@ -227,6 +245,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     MAX_INFLIGHT: number;
     MAX_INFLIGHT_PER_CALLER: number;
     MAX_INFLIGHT_UNAUTHENTICATED: number;
+    FEEDS_MAX: number;
+    FEEDS_MAX_PER_CALLER: number;
     MIN_BODY_BYTES_PER_SECOND: number;
     RATE_LIMIT_PER_SECOND?: number;
     TRUSTED_PROXIES: string[];
@@ -244,6 +264,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     maxInflight: vars.MAX_INFLIGHT,
     maxInflightPerCaller: vars.MAX_INFLIGHT_PER_CALLER,
     maxInflightUnauthenticated: vars.MAX_INFLIGHT_UNAUTHENTICATED,
+    feedsMax: vars.FEEDS_MAX,
+    feedsMaxPerCaller: vars.FEEDS_MAX_PER_CALLER,
     minBodyBytesPerSecond: vars.MIN_BODY_BYTES_PER_SECOND,
     rateLimitPerSecond: vars.RATE_LIMIT_PER_SECOND,
     trustedProxies: Object.freeze([...vars.TRUSTED_PROXIES]),

@@ -105,7 +105,7 @@ export class FeedService {
       throw new Error('a change feed must start with a progress event');
     }
     this.#observer?.opened(named.name);
-    return new OpenFeed(target, named.name, iterator, encodeCursor(target, first.value.position), query, release, this.#observer);
+    return new OpenFeed(target, named.name, iterator, encodeCursor(target, first.value.position), query, { release, signal, observer: this.#observer });
   }
 
   #admit(callerKey: string): void {
@@ -145,15 +145,25 @@ export class OpenFeed {
   #ended: FeedEnd | undefined;
   #cursor: string;
 
-  constructor(target: TableTarget, store: string, iterator: AsyncIterator<ChangeEvent>, start: string, query: FeedQuery, release: () => void, observer: FeedObserver | undefined) {
+  readonly #signal: AbortSignal;
+
+  constructor(
+    target: TableTarget,
+    store: string,
+    iterator: AsyncIterator<ChangeEvent>,
+    start: string,
+    query: FeedQuery,
+    held: { readonly release: () => void; readonly signal: AbortSignal; readonly observer: FeedObserver | undefined },
+  ) {
     this.#target = target;
     this.#store = store;
     this.#iterator = iterator;
     this.start = start;
     this.#cursor = start;
     this.#query = query;
-    this.#release = release;
-    this.#observer = observer;
+    this.#release = held.release;
+    this.#signal = held.signal;
+    this.#observer = held.observer;
   }
 
   /** The cursor after the last event given: where a reader resumes. */
@@ -171,12 +181,14 @@ export class OpenFeed {
       try {
         result = await this.#iterator.next();
       } catch (error) {
-        this.close(isStoreError(error, 'NOT_FOUND') && error.resource === 'table' ? 'TABLE_DELETED' : 'BACKEND_UNAVAILABLE', error);
+        if (this.#signal.aborted) this.close();
+        else this.close(isStoreError(error, 'NOT_FOUND') && error.resource === 'table' ? 'TABLE_DELETED' : 'BACKEND_UNAVAILABLE', error);
         return undefined;
       }
       if (this.#closed) return undefined;
       if (result.done === true) {
-        this.close('BACKEND_UNAVAILABLE');
+        // The store ends a feed only when asked to: the reader left, or it failed.
+        this.close(this.#signal.aborted ? undefined : 'BACKEND_UNAVAILABLE');
         return undefined;
       }
       const event = result.value;

@@ -1,4 +1,5 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { FeedObserver } from '../service/change-feeds.ts';
 
 /**
  * Seconds. prom-client's default buckets start at 5 ms; a Bigtable read near its data answers in
@@ -30,6 +31,14 @@ export interface Metrics {
   readonly accessFileFailures: Counter<'file' | 'reason'>;
   /** Each DataStore call, by store type, operation and outcome (StoreError code or OK). */
   readonly storeOperationDuration: Histogram<'store' | 'operation' | 'code'>;
+  /** Change feeds open now, by store. */
+  readonly feedsOpen: Gauge<'store'>;
+  /** Changes delivered to feeds' readers, by store. */
+  readonly feedChangesDelivered: Counter<'store'>;
+  /** From a change's commit to its delivery, by store. */
+  readonly feedLag: Histogram<'store'>;
+  /** Feeds ended, by store and why (CLIENT_GONE: the reader left). */
+  readonly feedsEnded: Counter<'store' | 'reason'>;
 }
 
 export function createMetrics(): Metrics {
@@ -75,8 +84,32 @@ export function createMetrics(): Metrics {
     buckets: DURATION_BUCKETS,
     registers: [own],
   });
+  const feedsOpen = new Gauge({ name: 'kvcrud_feeds_open', help: 'Change feeds open now, by store.', labelNames: ['store'] as const, registers: [own] });
+  const feedChangesDelivered = new Counter({
+    name: 'kvcrud_feed_changes_delivered_total',
+    help: "Changes delivered to change feeds' readers, by store.",
+    labelNames: ['store'] as const,
+    registers: [own],
+  });
+  const feedLag = new Histogram({
+    name: 'kvcrud_feed_lag_seconds',
+    help: "From a change's commit in the store to its delivery to a feed's reader, by store.",
+    labelNames: ['store'] as const,
+    buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300],
+    registers: [own],
+  });
+  const feedsEnded = new Counter({
+    name: 'kvcrud_feeds_ended_total',
+    help: 'Change feeds ended, by store and reason (CLIENT_GONE: the reader left; TABLE_DELETED, SHUTTING_DOWN, CREDENTIAL_EXPIRED, SLOW_READER, BACKEND_UNAVAILABLE).',
+    labelNames: ['store', 'reason'] as const,
+    registers: [own],
+  });
   return {
     registry: Registry.merge([own, processRegistry()]),
+    feedsOpen,
+    feedChangesDelivered,
+    feedLag,
+    feedsEnded,
     httpRequestDuration,
     httpRequestsInFlight,
     httpRequestsShed,
@@ -106,5 +139,20 @@ export function accessFileChecks(metrics: Pick<Metrics, 'accessFileLastSuccess' 
   return (file, outcome) => {
     if (outcome === 'valid') metrics.accessFileLastSuccess.set({ file }, Date.now() / 1000);
     else metrics.accessFileFailures.inc({ file, reason: outcome });
+  };
+}
+
+/** feedMetrics records what the change feeds report: open feeds, changes delivered and their lag, feeds ended. */
+export function feedMetrics(metrics: Pick<Metrics, 'feedsOpen' | 'feedChangesDelivered' | 'feedLag' | 'feedsEnded'>): FeedObserver {
+  return {
+    opened: (store) => metrics.feedsOpen.inc({ store }),
+    closed: (store, reason) => {
+      metrics.feedsOpen.dec({ store });
+      metrics.feedsEnded.inc({ store, reason });
+    },
+    delivered: (store, change) => {
+      metrics.feedChangesDelivered.inc({ store });
+      metrics.feedLag.observe({ store }, Math.max(0, Date.now() / 1000 - Number(change.commitMicros) / 1e6));
+    },
   };
 }

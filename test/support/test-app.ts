@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createApp } from '../../src/app.ts';
+import { DrainState } from '../../src/http/admission/drain-state.ts';
 import { type Authenticator, openAuthenticator } from '../../src/auth/authenticator.ts';
 import type { OidcTiming } from '../../src/auth/oidc.ts';
 import type { AuthConfig } from '../../src/config.ts';
@@ -45,6 +46,8 @@ export interface TestAppOptions {
   readonly answerBudget?: AnswerBudget;
   /** Wraps the real store, to inject a fault that cannot be caused for real. */
   readonly wrapStore?: (store: DataStore) => DataStore;
+  /** FEEDS_MAX and FEEDS_MAX_PER_CALLER; the service's defaults when left out. */
+  readonly feeds?: { readonly max?: number; readonly perCaller?: number };
   /**
    * Turns authentication on. Called with the served instances and the store's name (grants name
    * them) before the app starts; without it every caller is admin (AUTH_MODE none).
@@ -75,6 +78,8 @@ export interface TestApp {
   readonly capabilities: StoreCapabilities;
   /** Log lines (parsed JSON) the app wrote. */
   readonly logs: Array<Record<string, unknown>>;
+  /** The app's drain: start() it to see what SIGTERM does to open feeds and requests. */
+  readonly drain: DrainState;
   close(): Promise<void>;
 }
 
@@ -95,6 +100,7 @@ export async function startTestApp(options: TestAppOptions): Promise<TestApp> {
   const stores: StoreSet = createStoreSet([{ name: storeName, driver: storeName, instances, store }], storeName);
   const auth = options.auth?.(instances, storeName);
   const metrics = createMetrics();
+  const drain = new DrainState();
   let authenticator: Authenticator | undefined;
   if (auth !== undefined) {
     authenticator = openAuthenticator(auth.config, {
@@ -117,7 +123,10 @@ export async function startTestApp(options: TestAppOptions): Promise<TestApp> {
       rateLimitPerSecond: options.rateLimitPerSecond,
       ...(options.trustedProxies === undefined ? {} : { trustedProxies: options.trustedProxies }),
       ...(options.v1MaxVersions === undefined ? {} : { v1MaxVersions: options.v1MaxVersions }),
+      ...(options.feeds?.max === undefined ? {} : { feedsMax: options.feeds.max }),
+      ...(options.feeds?.perCaller === undefined ? {} : { feedsMaxPerCaller: options.feeds.perCaller }),
     },
+    drain,
     stores,
     logger,
     metrics,
@@ -137,6 +146,7 @@ export async function startTestApp(options: TestAppOptions): Promise<TestApp> {
     storeName,
     capabilities: options.harness?.capabilities ?? { fastWideWrites: false },
     logs,
+    drain,
     async close() {
       server.closeAllConnections();
       await new Promise((resolve) => server.close(resolve));

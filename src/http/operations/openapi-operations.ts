@@ -38,7 +38,10 @@ export function operationPaths(
     };
     if (operation.success.schema !== undefined) {
       componentSchemas[successName] = toJsonSchema(operation.success.schema);
-      success['content'] = { 'application/json': { schema: ref('schemas', successName), ...exampleOf(operation.success.example, options.examples) } };
+      success['content'] = {
+        'application/json': { schema: ref('schemas', successName), ...exampleOf(operation.success.example, options.examples) },
+        ...(operation.success.eventStream === undefined ? {} : { 'text/event-stream': { schema: { type: 'string', description: operation.success.eventStream } } }),
+      };
     }
     const codes = [...operationErrors(operation, options.commonErrors[operation.tag]), ...(options.authenticated ? AUTH_ERRORS : [])];
     const entry: JsonObject = {

@@ -1,6 +1,7 @@
 import Joi from 'joi';
 import type { Caller, Role } from '../../auth/access.ts';
 import type { AnswerHold } from '../../service/answer-budget.ts';
+import type { FeedService } from '../../service/change-feeds.ts';
 import type { ErrorCode } from '../../service/errors.ts';
 import type { RowService } from '../../service/rows.ts';
 import type { StoreDirectory } from '../../service/stores.ts';
@@ -28,6 +29,9 @@ export interface Services {
   readonly rows: RowService;
   /** How many versions a family created through v1 keeps, or 0 for every version (V1_MAX_VERSIONS). */
   readonly v1MaxVersions: number;
+  readonly feeds: FeedService;
+  /** Resolves when the process starts shutting down: open feeds then end. */
+  readonly draining: Promise<void>;
 }
 
 /** What an operation may know of the request besides its input. */
@@ -39,6 +43,10 @@ export interface RequestContext {
   readonly caller: Caller | undefined;
   /** The request's share of the answer budget, when its operation's answer holds rows (`holdsRows`). */
   readonly answer?: AnswerHold | undefined;
+  /** A request header, or '' when absent. */
+  readonly header: (name: string) => string;
+  /** Who the caller is for the bounds per caller (principal, or client address when anonymous). */
+  readonly callerKey: string;
 }
 
 /** The names the document's examples use, so that the explorer's pre-filled requests reach what the service serves. */
@@ -80,6 +88,8 @@ export interface OperationSpec<Params, Query, Body> {
     readonly description: string;
     readonly schema?: Joi.ObjectSchema;
     readonly example?: (names: ExampleNames) => unknown;
+    /** The answer is also served as `text/event-stream` (for `Accept: text/event-stream`): what its events are. */
+    readonly eventStream?: string;
   };
   /**
    * Whether the answer holds rows that count against the service's answer budget

@@ -7,6 +7,8 @@ import type { BodyBudget } from '../admission/body-budget.ts';
 import { setJsonAnswer } from '../json/json-answer.ts';
 import { jsonBody } from '../middleware/json-body.ts';
 import { ApiError } from '../../service/errors.ts';
+import { callerKey } from '../admission/caller-key.ts';
+import { StreamedAnswer } from '../feeds/streamed-answer.ts';
 import { QUERY_LIMITS, parseQuery } from '../validation/query.ts';
 import type { Operation, Services } from './operation.ts';
 
@@ -53,12 +55,20 @@ export function registerOperations(router: Router<AppState>, operations: readonl
           query: operation.query === undefined ? {} : parseQuery(ctx.querystring, QUERY_LIMITS, lists),
           body: ctx.request.body,
         };
-        result = await operation.run(raw, { services: options.services, signal: clientGone(ctx), caller: ctx.state.caller, answer: ctx.state.answer });
+        result = await operation.run(raw, {
+          services: options.services,
+          signal: clientGone(ctx),
+          caller: ctx.state.caller,
+          answer: ctx.state.answer,
+          header: (name) => ctx.get(name),
+          callerKey: callerKey(ctx),
+        });
       } catch (error) {
         throw operation.body || !sentBody(ctx) ? error : withQueryHint(error, operation);
       }
       ctx.status = operation.success.status;
-      if (result !== undefined) setJsonAnswer(ctx, result);
+      if (result instanceof StreamedAnswer) result.send(ctx);
+      else if (result !== undefined) setJsonAnswer(ctx, result);
     };
     const limited = options.rateLimit === undefined ? [] : [options.rateLimit];
     const chain = [options.authenticate, ...limited, ...options.guards(operation), ...(operation.body ? [body] : []), handler];

@@ -6,6 +6,7 @@ import { shorten } from '../../service/text.ts';
 import { type Operation, defineOperation } from '../operations/operation.ts';
 import { bodyBytes, columnSelector, inBase64, renderCell, renderCells, renderKey, renderRow, urlBytes, withCells } from './bytes.ts';
 import { batchEntries, cellFields, familySpec, mutationFields, mutationsOf, requireDistinctCells, setsOf } from './mapping.ts';
+import { CHANGES_OPERATION } from './changes.ts';
 import { COORDINATION_OPERATIONS, int64Selectors } from './coordination.ts';
 import { usableNames } from './guards.ts';
 import * as schemas from './schemas.ts';
@@ -383,6 +384,7 @@ export const V2_OPERATIONS: readonly Operation[] = [
     },
   }),
   ...COORDINATION_OPERATIONS,
+  CHANGES_OPERATION,
   defineOperation<schemas.RowPath, schemas.EncodingQuery>({
     operationId: 'rows.delete',
     tag: 'v2',

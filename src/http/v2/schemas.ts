@@ -7,6 +7,7 @@
 import Joi, { type CustomHelpers } from 'joi';
 import { ERROR_CODES } from '../../service/errors.ts';
 import { CAPABILITY_DESCRIPTIONS, LIMIT_DESCRIPTIONS, SERVICE_LIMITS } from '../../service/limits.ts';
+import { MAX_CURSOR_CHARS } from '../../service/feed-cursors.ts';
 import { MAX_PAGE_TOKEN_CHARS } from '../../service/page-tokens.ts';
 import { RFC_3339_TIMESTAMP, parseTimestamp } from '../../service/timestamps.ts';
 import { base64WithEncoding } from '../operations/json-schema.ts';
@@ -648,4 +649,76 @@ export const readModifyWriteResponse = Joi.object({
     .min(1)
     .required()
     .description('The new latest version of each column the rules touched, ordered by family, then column; a counter with its `int64`.'),
+});
+
+// The change feed.
+
+export interface ChangesQuery extends EncodingQuery {
+  readonly cursor?: string;
+  readonly since?: string;
+  readonly start?: string;
+  readonly end?: string;
+  readonly prefix?: string;
+  readonly columns?: readonly string[];
+  readonly wait?: number;
+}
+
+/** Longest wait of a long poll, in seconds. */
+export const MAX_WAIT_SECONDS = 30;
+
+export const changesQuery = Joi.object<ChangesQuery>({
+  cursor: Joi.string()
+    .max(MAX_CURSOR_CHARS)
+    .description('Resume right after this cursor: an event\'s `id` (SSE; `Last-Event-ID` does the same and wins), or the `cursor` of a JSON answer. Absent, with no `since`: from now.'),
+  since: Joi.string()
+    .pattern(RFC_3339_TIMESTAMP)
+    .rule({ message: { 'string.pattern.base': TIMESTAMP_MESSAGE } })
+    .custom((value: string, helpers) => (parseTimestamp(value) === undefined ? helpers.message({ custom: TIMESTAMP_MESSAGE }) : value))
+    .description("Start with the changes committed at or after this time (RFC 3339), within the store's `changeRetentionSeconds`."),
+  start: carriesRowKeys(urlBytes('Only changes of keys from this one (inclusive)', true)),
+  end: carriesRowKeys(urlBytes('Only changes of keys before this one (exclusive)', true)),
+  prefix: carriesRowKeys(urlBytes('Only changes of keys starting with these bytes; excludes start and end', true)),
+  columns: columnSelectors(true).description('Only the mutations of these columns or families (a row delete always), as `columns` of a read.'),
+  wait: queryNumber(Joi.number().integer().min(0).max(MAX_WAIT_SECONDS)).description(
+    `JSON (long poll) only: seconds to wait for a first change, 0 to ${MAX_WAIT_SECONDS} (default 0: what comes at once).`,
+  ),
+  encoding: encodingQuery,
+})
+  .oxor('cursor', 'since')
+  .oxor('prefix', 'start')
+  .oxor('prefix', 'end')
+  .label('query');
+
+const mutationOutput = Joi.object({
+  set: Joi.object({
+    family: columnFamily.required(),
+    column: base64WithEncoding(Joi.string().allow('')).required(),
+    value: base64WithEncoding(Joi.string().allow('')).required(),
+    timestamp: Joi.string().pattern(TIMESTAMP_PATTERN).required(),
+    encoding: Joi.string().valid('base64'),
+  }),
+  deleteColumn: Joi.object({ family: columnFamily.required(), column: base64WithEncoding(Joi.string().allow('')).required(), encoding: Joi.string().valid('base64') }),
+  deleteFamily: Joi.object({ family: columnFamily.required() }),
+  deleteRow: Joi.object({}),
+})
+  .xor('set', 'deleteColumn', 'deleteFamily', 'deleteRow')
+  .label('applied mutation');
+
+export const changeOutput = Joi.object({
+  key: base64WithEncoding(Joi.string()).required().example('order#1001'),
+  encoding: keyEncoding,
+  timestamp: Joi.string().pattern(TIMESTAMP_PATTERN).required().description("The change's commit time in the store (RFC 3339, UTC, microseconds)."),
+  mutations: Joi.array()
+    .items(mutationOutput)
+    .min(1)
+    .required()
+    .description('The mutations the change applied, in the `:mutate` shape, each `set` with its timestamp; a row delete is `deleteRow`.'),
+}).label('change');
+
+export const changesResponse = Joi.object({
+  changes: Joi.array().items(changeOutput).required().description('The changes after the cursor, in the order the store gives them (per key, commit order).'),
+  cursor: Joi.string().max(MAX_CURSOR_CHARS).required().description('Send it as `cursor` for what comes next.'),
+  end: Joi.string()
+    .valid('TABLE_DELETED', 'SHUTTING_DOWN', 'CREDENTIAL_EXPIRED', 'SLOW_READER', 'BACKEND_UNAVAILABLE')
+    .description('Present when the feed ended while waiting: TABLE_DELETED (nothing will come again) or another reason to resume later.'),
 });

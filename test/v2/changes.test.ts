@@ -1,0 +1,198 @@
+import { spawn } from 'node:child_process';
+import { expect } from 'chai';
+import { EventStreamClient } from '../support/event-stream-client.ts';
+import { useTestApp } from '../support/test-app.ts';
+import { createTable, problemOf, publishing, v2Paths } from '../support/v2.ts';
+
+const set = (column: string, value: string, family = 'cf') => ({ set: { family, column, value } });
+
+/** A change's key and its mutations as `set family:column=value`, `deleteRow`, …, for short comparisons. */
+function brief(change: Record<string, unknown>): string {
+  const mutations = (change['mutations'] as Array<Record<string, Record<string, string>>>).map((mutation) => {
+    const [kind, body] = Object.entries(mutation)[0] as [string, Record<string, string>];
+    if (kind === 'set') return `set ${body['family']}:${body['column']}=${body['value']}`;
+    if (kind === 'deleteColumn') return `deleteColumn ${body['family']}:${body['column']}`;
+    if (kind === 'deleteFamily') return `deleteFamily ${body['family']}`;
+    return kind;
+  });
+  return `${String(change['key'])}: ${mutations.join('; ')}`;
+}
+
+describe('v2 change feeds', () => {
+  const app = useTestApp({ feeds: { max: 20, perCaller: 8 } });
+  const paths = () => v2Paths(app());
+  const changesUrl = (table: string, query = '') => `${app().baseUrl}${paths().table(table)}/changes${query}`;
+  const write = (table: string, key: string, ...cells: Array<ReturnType<typeof set>>) =>
+    app().api.post(`${paths().row(table, key)}:mutate`, { mutations: cells });
+  const streams: EventStreamClient[] = [];
+  const follow = async (table: string, query = '', headers: Record<string, string> = {}) => {
+    const client = await EventStreamClient.open(changesUrl(table, query), headers);
+    streams.push(client);
+    return client;
+  };
+
+  before(async function () {
+    if (!app().store.capabilities.changeFeed) this.skip();
+    await createTable(app(), 'feed', [{ name: 'cf' }, { name: 'meta' }]);
+  });
+
+  afterEach(async () => {
+    await Promise.all(streams.splice(0).map((stream) => stream.close()));
+  });
+
+  it('streams each change committed after it starts as an SSE event, its id the cursor after it', async () => {
+    await write('feed', 'before', set('a', 'not seen'));
+    const stream = await follow('feed');
+    expect([stream.status, stream.contentType]).to.deep.equal([200, 'text/event-stream']);
+    await stream.until((client) => client.heartbeats.length > 0, 'the start');
+    const start = stream.lastEventId;
+    expect(start).to.match(/^[A-Za-z0-9_-]+$/);
+    await write('feed', 'k1', set('a', '1'), set('b', '2', 'meta'));
+    await app().api.request('DELETE', paths().row('feed', 'k1'));
+    await stream.until((client) => client.changes.length >= 2, 'two changes');
+    expect(stream.changes.map(brief)).to.deep.equal(['k1: set cf:a=1; set meta:b=2', 'k1: deleteRow']);
+    const [first] = stream.changes;
+    expect(first?.['timestamp']).to.match(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$/);
+    expect(stream.events.map((event) => event.event)).to.deep.equal(['change', 'change']);
+    expect(new Set([start, ...stream.events.map((event) => event.id)]).size).to.equal(3);
+  });
+
+  it('resumes with Last-Event-ID or ?cursor= after a disconnect: nothing missed, nothing again', async () => {
+    const first = await follow('feed', '?prefix=resume');
+    await first.until((client) => client.heartbeats.length > 0, 'the start');
+    for (let i = 0; i < 5; i += 1) await write('feed', `resume${i}`, set('n', String(i)));
+    await first.until((client) => client.changes.length >= 5, 'five changes');
+    const cut = first.events[2]?.id ?? '';
+    await first.close();
+    for (let i = 5; i < 8; i += 1) await write('feed', `resume${i}`, set('n', String(i)));
+    const byHeader = await follow('feed', '?prefix=resume', { 'last-event-id': cut });
+    const byQuery = await follow('feed', `?prefix=resume&cursor=${cut}`);
+    const expected = [3, 4, 5, 6, 7].map((i) => `resume${i}: set cf:n=${i}`);
+    for (const stream of [byHeader, byQuery]) {
+      await stream.until((client) => client.changes.length >= 5, 'the rest');
+      expect(stream.changes.map(brief)).to.deep.equal(expected);
+    }
+  });
+
+  it('long-polls as JSON: {changes, cursor}, resumable with the cursor', async () => {
+    const started = await app().api.get(`${paths().table('feed')}/changes?prefix=poll`);
+    expect(started.status).to.equal(200);
+    expect(started.body.changes).to.deep.equal([]);
+    const cursor = started.body.cursor as string;
+    await write('feed', 'poll1', set('x', '1'));
+    await write('feed', 'poll2', set('x', '2'));
+    const polled = await app().api.get(`${paths().table('feed')}/changes?prefix=poll&wait=5&cursor=${cursor}`);
+    expect(polled.status).to.equal(200);
+    const seen = (polled.body.changes as Array<Record<string, unknown>>).map(brief);
+    expect(seen.length).to.be.greaterThan(0);
+    expect(['poll1: set cf:x=1', 'poll2: set cf:x=2'].slice(0, seen.length)).to.deep.equal(seen);
+    const rest = await app().api.get(`${paths().table('feed')}/changes?prefix=poll&wait=5&cursor=${polled.body.cursor as string}`);
+    expect([...seen, ...(rest.body.changes as Array<Record<string, unknown>>).map(brief)]).to.deep.equal(['poll1: set cf:x=1', 'poll2: set cf:x=2']);
+    const idle = await app().api.get(`${paths().table('feed')}/changes?prefix=poll&wait=1&cursor=${rest.body.cursor as string}`);
+    expect(idle.body.changes).to.deep.equal([]);
+  });
+
+  it('follows only the keys and columns asked for; a row delete always', async () => {
+    const stream = await follow('feed', '?prefix=f&columns=meta,cf:b');
+    await stream.until((client) => client.heartbeats.length > 0, 'the start');
+    await write('feed', 'other', set('b', 'no'));
+    await write('feed', 'f1', set('a', 'no'), set('b', 'yes'), set('m', 'yes', 'meta'));
+    await write('feed', 'f2', set('a', 'no'));
+    await app().api.request('DELETE', paths().row('feed', 'f2'));
+    await stream.until((client) => client.changes.length >= 2, 'two changes');
+    expect(stream.changes.map(brief)).to.deep.equal(['f1: set cf:b=yes; set meta:m=yes', 'f2: deleteRow']);
+  });
+
+  it('refuses a cursor of another table, an altered one, and since with cursor, with 400; a start older than the retention with 410', async () => {
+    await createTable(app(), 'other-feed');
+    const other = await app().api.get(`${paths().table('other-feed')}/changes`);
+    const cursor = other.body.cursor as string;
+    const refused = await app().api.get(`${paths().table('feed')}/changes?cursor=${cursor}`);
+    expect(problemOf(refused)).to.deep.equal({ status: 400, code: 'INVALID_CURSOR' });
+    const altered = `${cursor.slice(0, -2)}${cursor.endsWith('AA') ? 'BB' : 'AA'}`;
+    expect(problemOf(await app().api.get(`${paths().table('other-feed')}/changes?cursor=${altered}`))).to.deep.equal({ status: 400, code: 'INVALID_CURSOR' });
+    const header = await follow('feed', '', { 'last-event-id': cursor });
+    expect(header.status).to.equal(400);
+    expect(JSON.parse(header.body)).to.include({ code: 'INVALID_CURSOR' });
+    const both = await app().api.get(`${paths().table('feed')}/changes?cursor=${cursor}&since=2026-01-01T00:00:00Z`);
+    expect(problemOf(both)).to.deep.equal({ status: 400, code: 'VALIDATION_FAILED' });
+    const old = await app().api.get(`${paths().table('feed')}/changes?since=1971-01-01T00:00:00Z`);
+    expect(problemOf(old)).to.deep.equal({ status: 410, code: 'CURSOR_EXPIRED' });
+  });
+
+  it('answers 404 for a missing table, and ends a table\'s feeds with an end event when it is deleted', async () => {
+    expect(problemOf(await app().api.get(`${paths().table('no-such')}/changes`))).to.deep.equal({ status: 404, code: 'TABLE_NOT_FOUND' });
+    await createTable(app(), 'doomed');
+    const stream = await follow('doomed');
+    await stream.until((client) => client.heartbeats.length > 0, 'the start');
+    await write('doomed', 'last', set('a', '1'));
+    await stream.until((client) => client.changes.length >= 1, 'the change');
+    await app().api.request('DELETE', paths().table('doomed'));
+    await stream.until((client) => client.ended, 'the end of the stream');
+    const end = stream.events.at(-1);
+    expect(end?.event).to.equal('end');
+    expect(JSON.parse(end?.data ?? '{}')).to.include({ reason: 'TABLE_DELETED' });
+  });
+
+  it('caps the feeds one caller has open with 429 RATE_LIMITED, and frees a slot when a feed closes', async () => {
+    const open: EventStreamClient[] = [];
+    for (let i = 0; i < 8; i += 1) open.push(await follow('feed'));
+    expect(open.map((stream) => stream.status)).to.deep.equal(open.map(() => 200));
+    const refused = await follow('feed');
+    expect(refused.status).to.equal(429);
+    expect(JSON.parse(refused.body)).to.include({ code: 'RATE_LIMITED' });
+    await open[0]?.close();
+    // The service sees the disconnect, then frees the slot.
+    const until = Date.now() + 10_000;
+    let again = await follow('feed');
+    while (again.status !== 200 && Date.now() < until) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      again = await follow('feed');
+    }
+    expect(again.status).to.equal(200);
+  });
+
+  it('serves other requests while feeds are open: they hold no request slot', async () => {
+    const open = await Promise.all(Array.from({ length: 5 }, () => follow('feed')));
+    expect(open.every((stream) => stream.status === 200)).to.equal(true);
+    const reads = await Promise.all(Array.from({ length: 20 }, () => app().api.get(paths().table('feed'))));
+    expect(reads.map((read) => read.status)).to.deep.equal(reads.map(() => 200));
+  });
+
+  it('is followed by curl -N, as the README shows', async function () {
+    this.timeout(30_000);
+    const curl = spawn('curl', ['-sN', '-H', 'Accept: text/event-stream', changesUrl('feed', '?prefix=curl')]);
+    let output = '';
+    curl.stdout.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
+    try {
+      const until = Date.now() + 10_000;
+      while (!output.includes('\n\n') && Date.now() < until) await new Promise((resolve) => setTimeout(resolve, 20));
+      await write('feed', 'curl1', set('hello', 'world'));
+      while (!output.includes('event: change') && Date.now() < until + 5000) await new Promise((resolve) => setTimeout(resolve, 20));
+      expect(output).to.match(/id: [A-Za-z0-9_-]+\nevent: change\ndata: \{"key":"curl1","timestamp":"[^"]+","mutations":\[\{"set":\{"family":"cf","column":"hello","value":"world","timestamp":"[^"]+"\}\}\]\}\n\n/);
+    } finally {
+      curl.kill();
+    }
+  });
+
+  it('ends open feeds with SHUTTING_DOWN and their cursors when the service drains', async () => {
+    const stream = await follow('feed');
+    await stream.until((client) => client.heartbeats.length > 0, 'the start');
+    app().drain.start();
+    await stream.until((client) => client.ended, 'the end of the stream', 5000);
+    const end = stream.events.at(-1);
+    expect(end?.event).to.equal('end');
+    const data = JSON.parse(end?.data ?? '{}') as Record<string, unknown>;
+    expect(data['reason']).to.equal('SHUTTING_DOWN');
+    expect(data['cursor']).to.equal(end?.id);
+  });
+});
+
+describe('v2 change feeds on a store without them', () => {
+  const app = useTestApp({ wrapStore: (store) => publishing(store, { capabilities: { changeFeed: false } }) });
+
+  it('answers 501 NOT_SUPPORTED_BY_STORE naming changeFeed', async () => {
+    await createTable(app(), 'plain');
+    expect(problemOf(await app().api.get(`${v2Paths(app()).table('plain')}/changes`))).to.deep.equal({ status: 501, code: 'NOT_SUPPORTED_BY_STORE', capability: 'changeFeed' });
+  });
+});
