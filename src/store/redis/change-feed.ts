@@ -18,6 +18,12 @@ const POLL_MS = 200;
 export const FEED_CONNECTIONS = 100;
 
 const RETENTION_MS = BigInt(REDIS_LIMITS.changeRetentionSeconds * 1000);
+/**
+ * An idle feed's position moves up to Redis's clock less this, so that it stays within the
+ * retention: Redis gives a new entry an ID of its clock, and a clock stepped back by up to this
+ * much still gives IDs past the position.
+ */
+const CLOCK_STEP_MS = 5000n;
 const SEQ_MAX = 2n ** 64n - 1n;
 
 /** A stream entry ID: Redis's clock in milliseconds when it was added, then a sequence within that millisecond. */
@@ -139,8 +145,8 @@ export async function* followChanges(ref: TableRef, start: ChangeStart, options:
   };
   const begin = async (generation: string) => {
     const keys = tableKeys(ref.instance, ref.table, generation);
-    const [current, nowMs, last, trimmed] = (await run(FEED_START, keys, [generation])) as [number, number, Buffer, Buffer];
-    return { keys, current: current === 1, nowMs: BigInt(nowMs), last: parseId(last), trimmed: parseId(trimmed) };
+    const [current, nowMs, last, trimmed] = (await run(FEED_START, keys, [generation])) as [number, number, Buffer, number];
+    return { keys, current: current === 1, nowMs: BigInt(nowMs), last: parseId(last), trimmed: trimmed === 1 };
   };
 
   let generation: string;
@@ -155,9 +161,12 @@ export async function* followChanges(ref: TableRef, start: ChangeStart, options:
     keys = state.keys;
     // No stream and not the table's: a table deleted (and its stream reclaimed), or never this table's.
     if (!state.current && compareIds(state.last, ZERO_ID) === 0) throw tableNotFound(ref);
-    if (compareIds(after, state.last) > 0) throw new StoreError('INVALID_ARGUMENT', 'readChanges: a position past the end of the table\'s changes');
-    if (compareIds(state.trimmed, after) > 0) throw outOfRange();
-    const [, next] = (await run(READ_CHANGES, keys, [generation, formatId(after), '1'])) as [number, Array<[Buffer, Buffer[]]>];
+    // Past the last change, a position is an idle feed's, never later than Redis's clock.
+    if (compareIds(after, state.last) > 0 && after.ms > state.nowMs) throw new StoreError('INVALID_ARGUMENT', 'readChanges: a position past the end of the table\'s changes');
+    // Trimming removes what is older than the retention at the time of a write: after the last
+    // one, nothing from retention before it on was removed.
+    if (state.trimmed && after.ms < state.last.ms - RETENTION_MS) throw outOfRange();
+    const [, , next] = (await run(READ_CHANGES, keys, [generation, formatId(after), '1'])) as [number, number, Array<[Buffer, Buffer[]]>];
     const first = next[0];
     if (first !== undefined && parseId(first[0]).ms < state.nowMs - RETENTION_MS) throw outOfRange();
   } else {
@@ -179,8 +188,8 @@ export async function* followChanges(ref: TableRef, start: ChangeStart, options:
       const fromMs = (start.sinceMicros + 999n) / 1000n;
       const before = fromMs === 0n ? ZERO_ID : { ms: fromMs - 1n, seq: SEQ_MAX };
       // Nothing is after the last ID yet, and whatever comes later is: start at the earlier of the two.
+      // A start within the retention is after everything trimmed.
       if (compareIds(before, after) < 0) after = before;
-      if (compareIds(state.trimmed, after) > 0) throw outOfRange();
     }
   }
 
@@ -212,10 +221,12 @@ export async function* followChanges(ref: TableRef, start: ChangeStart, options:
         if (reply !== null) entries = ((reply as Array<[Buffer, Array<[Buffer, Buffer[]]>]>)[0]?.[1] ?? []).map(toEntry);
       }
       if (entries.length === 0) {
-        const [current, found] = (await run(READ_CHANGES, keys, [generation, formatId(after), String(ENTRIES_PER_READ)])) as [number, Array<[Buffer, Buffer[]]>];
+        const [current, nowMs, found] = (await run(READ_CHANGES, keys, [generation, formatId(after), String(ENTRIES_PER_READ)])) as [number, number, Array<[Buffer, Buffer[]]>];
         entries = found.map(toEntry);
         if (entries.length === 0) {
           if (current !== 1) throw tableNotFound(ref);
+          const idle = { ms: BigInt(nowMs) - CLOCK_STEP_MS - 1n, seq: SEQ_MAX };
+          if (compareIds(idle, after) > 0) after = idle;
           if (dedicated === undefined && !(await pause(POLL_MS, signal))) return;
           if (Date.now() - lastEvent >= BLOCK_MS) {
             yield { type: 'progress', position: position(generation, after) };

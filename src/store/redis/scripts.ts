@@ -404,31 +404,32 @@ return out`,
 /**
  * feedStart: KEYS the table's record, a generation's change stream; ARGV that generation.
  * {1 when the record still names the generation (0 when not), Redis's time (ms), the stream's
- * last generated ID, the largest ID trimmed from it (both "0-0" when there is no stream yet)}.
- * Read together, so that a feed starting "now" starts at the last change committed before it.
+ * last generated ID ("0-0" when there is no stream yet), 1 when entries were trimmed from it (0
+ * when not)}. Read together, so that a feed starting "now" starts right after the last change
+ * committed before it.
  */
 export const FEED_START = script(
   'feedStart',
   `${CLOCK}
 local current = redis.call('HGET', KEYS[1], 'generation') == ARGV[1] and 1 or 0
-if redis.call('EXISTS', KEYS[2]) == 0 then return {current, nowMs, '0-0', '0-0'} end
+if redis.call('EXISTS', KEYS[2]) == 0 then return {current, nowMs, '0-0', 0} end
 local info = redis.call('XINFO', 'STREAM', KEYS[2])
-local last, trimmed = '0-0', '0-0'
-for i = 1, #info, 2 do
-  if info[i] == 'last-generated-id' then last = info[i + 1] end
-  if info[i] == 'max-deleted-entry-id' then trimmed = info[i + 1] end
-end
-return {current, nowMs, last, trimmed}`,
+local fields = {}
+for i = 1, #info, 2 do fields[info[i]] = info[i + 1] end
+local trimmed = tonumber(fields['entries-added']) > tonumber(fields['length']) and 1 or 0
+return {current, nowMs, fields['last-generated-id'], trimmed}`,
 );
 
 /**
  * readChanges: KEYS the table's record, a generation's change stream; ARGV that generation, the
  * ID to read after, the most entries to read.
- * {1 when the record still names the generation (0 when not), the entries after the ID}, read
- * together: when the generation is gone, no change can follow the entries read.
+ * {1 when the record still names the generation (0 when not), Redis's time (ms), the entries
+ * after the ID}, read together: when the generation is gone, no change can follow the entries
+ * read; when there are none, every change still to come will have an ID of that time or later.
  */
 export const READ_CHANGES = script(
   'readChanges',
-  `local current = redis.call('HGET', KEYS[1], 'generation') == ARGV[1] and 1 or 0
-return {current, redis.call('XRANGE', KEYS[2], '(' .. ARGV[2], '+', 'COUNT', tonumber(ARGV[3]))}`,
+  `${CLOCK}
+local current = redis.call('HGET', KEYS[1], 'generation') == ARGV[1] and 1 or 0
+return {current, nowMs, redis.call('XRANGE', KEYS[2], '(' .. ARGV[2], '+', 'COUNT', tonumber(ARGV[3]))}`,
 );
