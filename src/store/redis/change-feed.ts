@@ -8,8 +8,12 @@ import { toStoreError } from './redis-errors.ts';
 import { unpackMutations } from './row-codec.ts';
 import { FEED_START, READ_CHANGES } from './scripts.ts';
 
-/** Entries one read takes at most. */
-const ENTRIES_PER_READ = 256;
+/**
+ * Entries one read takes at most. A change can carry a whole row's bytes (bytesPerRow), and Redis
+ * bounds a read by entries only: few entries keep a reply of large rows bounded, and many small
+ * ones still come in few round trips.
+ */
+const ENTRIES_PER_READ = 32;
 /** How long a blocking read waits for a change, so that an idle feed reports progress well within FEED_PROGRESS_MS. */
 const BLOCK_MS = FEED_PROGRESS_MS / 2;
 /** How often a feed without a connection of its own looks for changes. */
@@ -170,11 +174,18 @@ export async function* followChanges(ref: TableRef, start: ChangeStart, options:
     const first = next[0];
     if (first !== undefined && parseId(first[0]).ms < state.nowMs - RETENTION_MS) throw outOfRange();
   } else {
-    generation = await context.generation(ref, false);
+    const generationOf = async (fresh: boolean) => {
+      try {
+        return await abortable(context.generation(ref, fresh), signal);
+      } catch (error) {
+        throw toStoreError(error, 'readChanges');
+      }
+    };
+    generation = await generationOf(false);
     let state = await begin(generation);
     if (!state.current) {
       // A cached generation since deleted: the record says which is live, if any.
-      const fresh = await context.generation(ref, true);
+      const fresh = await generationOf(true);
       if (fresh === generation) throw tableNotFound(ref);
       generation = fresh;
       state = await begin(generation);
@@ -228,7 +239,7 @@ export async function* followChanges(ref: TableRef, start: ChangeStart, options:
           const idle = { ms: BigInt(nowMs) - CLOCK_STEP_MS - 1n, seq: SEQ_MAX };
           if (compareIds(idle, after) > 0) after = idle;
           if (dedicated === undefined && !(await pause(POLL_MS, signal))) return;
-          if (Date.now() - lastEvent >= BLOCK_MS) {
+          if (Date.now() - lastEvent >= BLOCK_MS / 2) {
             yield { type: 'progress', position: position(generation, after) };
             lastEvent = Date.now();
           }
