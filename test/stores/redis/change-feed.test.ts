@@ -204,4 +204,56 @@ describe('redis store: change feed', () => {
     while ((await clients(server)) !== idle && Date.now() < until) await new Promise((resolve) => setTimeout(resolve, 50));
     expect(await clients(server), 'connections once both stopped').to.equal(idle);
   });
+
+  it('releases its connection when the reader breaks out of the loop', async function () {
+    this.timeout(30_000);
+    const idle = await clients(server);
+    const abort = new AbortController();
+    for await (const event of store.readChanges(t, { type: 'now' }, { signal: abort.signal })) {
+      if (event.type === 'progress') {
+        await store.mutateRow(t, b('k'), [set('cf', 'c', 'v', 1n)], call());
+        continue;
+      }
+      expect(await clients(server), 'connections while the feed is open').to.equal(idle + 1);
+      break;
+    }
+    const until = Date.now() + 5000;
+    while ((await clients(server)) !== idle && Date.now() < until) await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(await clients(server), 'connections once the loop is left').to.equal(idle);
+  });
+
+  it('resumes in another process on the same Redis, from a position the first one yielded', async function () {
+    this.timeout(30_000);
+    const feed = follow(store, t, { type: 'now' });
+    await feed.started();
+    await store.mutateRow(t, b('k'), [set('cf', 'c', 'one', 1n)], call());
+    await feed.until(1);
+    await feed.stop();
+    const position = (feed.changes()[0] as ChangeEvent).position;
+    await store.mutateRow(t, b('k'), [set('cf', 'c', 'two', 2n)], call());
+    const other = RedisStore.open({ url: server.url, instances: ['inst'], logger: silent });
+    try {
+      const resumed = follow(other, t, { type: 'after', position });
+      await resumed.until(1);
+      await resumed.stop();
+      expect(resumed.changes().map((event) => event.change.mutations)).to.deep.equal([[set('cf', 'c', 'two', 2n)]]);
+    } finally {
+      await other.close();
+    }
+  });
+
+  it('ends with UNAVAILABLE, promptly, when Redis goes away under a waiting feed', async function () {
+    this.timeout(30_000);
+    const feed = follow(store, t, { type: 'now' });
+    await feed.started();
+    const crashed = Date.now();
+    await server.crash();
+    try {
+      const error = await feed.ended();
+      expect(isStoreError(error, 'UNAVAILABLE'), String(error)).to.equal(true);
+      expect(Date.now() - crashed, 'ms to end').to.be.below(5000);
+    } finally {
+      await server.restartEmpty();
+    }
+  });
 });
