@@ -137,6 +137,15 @@ interface ChangeEntry {
  * after what that read returned, and the feed ends with NOT_FOUND.
  */
 export async function* followChanges(ref: TableRef, start: ChangeStart, options: FeedOptions, context: FeedContext): AsyncGenerator<ChangeEvent> {
+  try {
+    yield* follow(ref, start, options, context);
+  } catch (error) {
+    // Stopped by its signal while a call was under way: the feed ends as asked, without an error.
+    if (!options.signal.aborted) throw error;
+  }
+}
+
+async function* follow(ref: TableRef, start: ChangeStart, options: FeedOptions, context: FeedContext): AsyncGenerator<ChangeEvent> {
   const { signal } = options;
   const { connection } = context;
   await connection.firstAttempt;
@@ -211,9 +220,6 @@ export async function* followChanges(ref: TableRef, start: ChangeStart, options:
   signal.addEventListener('abort', onAbort, { once: true });
   try {
     yield* readOn();
-  } catch (error) {
-    // Stopped by its signal while a read was under way: the feed ends as asked, without an error.
-    if (!signal.aborted) throw error;
   } finally {
     signal.removeEventListener('abort', onAbort);
     if (dedicated !== undefined) context.feeds.release(dedicated);
