@@ -207,8 +207,8 @@ async function* follow(ref: TableRef, start: ChangeStart, options: FeedOptions, 
       // Every entry of a millisecond at or after sinceMicros comes after this ID.
       const fromMs = (start.sinceMicros + 999n) / 1000n;
       const before = fromMs === 0n ? ZERO_ID : { ms: fromMs - 1n, seq: SEQ_MAX };
-      // Nothing is after the last ID yet, and whatever comes later is: start at the earlier of the two.
-      // A start within the retention is after everything trimmed.
+      // Nothing is after the last ID yet, and whatever comes later is: start at the earlier of
+      // the two. A start within the retention is after everything trimmed.
       if (compareIds(before, after) < 0) after = before;
     }
   }
