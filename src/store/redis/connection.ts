@@ -46,8 +46,53 @@ export interface RedisConnection {
    * a time (1000 keys looked at per SCAN). A key may come twice, as SCAN allows.
    */
   scan(pattern: string): AsyncGenerator<Buffer[]>;
+  /**
+   * A connection of its own to the server (in a cluster: the primary of `key`'s slot), for a
+   * blocking command, which would hold up every call pipelined behind it on the shared one.
+   * UNAVAILABLE when it cannot be connected within CONNECT_TIMEOUT_MS.
+   */
+  openDedicated(key: string): Promise<DedicatedConnection>;
   /** Closes the connection at once; calls still waiting fail. */
   close(): void;
+}
+
+/** A connection of one caller's own; replies as RedisConnection.send's. */
+export interface DedicatedConnection {
+  send(args: readonly RedisArgument[]): Promise<unknown>;
+  /** Closes it at once: a command waiting fails. */
+  close(): void;
+}
+
+type NodeRedisClient = ReturnType<typeof createClient>;
+
+/** Connects a duplicate of `client`, its own socket with the same options, within CONNECT_TIMEOUT_MS. */
+async function connectDuplicate(client: Pick<NodeRedisClient, 'duplicate'>, errors: ErrorLog): Promise<DedicatedConnection> {
+  const own = client.duplicate();
+  let failure: unknown;
+  own.on('error', (error: unknown) => {
+    failure ??= error;
+    errors.warn(error);
+  });
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    await Promise.race([
+      own.connect(),
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new StoreError('UNAVAILABLE', `redis: no connection within ${CONNECT_TIMEOUT_MS} ms`, { cause: failure })), CONNECT_TIMEOUT_MS);
+      }),
+    ]);
+  } catch (error) {
+    own.destroy();
+    throw error instanceof StoreError ? error : new StoreError('UNAVAILABLE', 'redis: cannot connect', { cause: error });
+  } finally {
+    clearTimeout(timer);
+  }
+  return {
+    send: (args) => own.sendCommand([...args], { typeMapping: BYTES }),
+    close: () => {
+      if (own.isOpen) own.destroy();
+    },
+  };
 }
 
 export function openConnection(options: ConnectionOptions): RedisConnection {
@@ -185,6 +230,11 @@ class ServerConnection implements RedisConnection {
     return scanKeys((args) => this.send(args), pattern);
   }
 
+  openDedicated(): Promise<DedicatedConnection> {
+    if (this.#misconfigured !== undefined) return Promise.reject(this.#misconfigured);
+    return connectDuplicate(this.#client, this.#errors);
+  }
+
   close(): void {
     if (this.#client.isOpen) this.#client.destroy();
   }
@@ -293,6 +343,13 @@ class ClusterConnection implements RedisConnection {
       const client = await this.#nodeClient(master);
       yield* scanKeys((args) => client.sendCommand([...args] as RedisArgument[], { typeMapping: BYTES }), pattern);
     }
+  }
+
+  async openDedicated(key: string): Promise<DedicatedConnection> {
+    if (!this.#discovered) throw unreachableCluster();
+    const master = this.#cluster.getSlotMaster(calculateSlot(key));
+    if (master === undefined) throw new StoreError('UNAVAILABLE', 'redis: no primary serves the slot');
+    return connectDuplicate(await this.#nodeClient(master), this.#errors);
   }
 
   close(): void {

@@ -10,6 +10,7 @@ import { randomBytes } from 'node:crypto';
  *                                                            "deleted:<generation>" → when, for each deleted generation not yet reclaimed
  *   kvcrud:{<instance>/<table>}:<generation>:rows    zset    every row key, score 0, read with ZRANGE … BYLEX
  *   kvcrud:{<instance>/<table>}:<generation>:r:<key> hash    "<family>:<column>" → "<timestampMicros>:<value>"
+ *   kvcrud:{<instance>/<table>}:<generation>:changes stream  one entry per change: "key" → row key, "mutations" → packed mutations
  *
  * A table lives in one slot, named for the table alone: its record says whether it exists and
  * what its families are, and its rows are beside it. Every answer about a table (create,
@@ -68,11 +69,13 @@ export interface TableKeys {
   readonly rows: string;
   /** The prefix of every row hash's key; the row key's bytes follow it. */
   readonly rowPrefix: Buffer;
+  /** The generation's change stream. */
+  readonly changes: string;
 }
 
 export function tableKeys(instance: string, table: string, generation: string): TableKeys {
   const tag = `${KEY_PREFIX}{${instance}/${table}}`;
-  return { record: `${tag}:table`, rows: `${tag}:${generation}:rows`, rowPrefix: Buffer.from(`${tag}:${generation}:r:`) };
+  return { record: `${tag}:table`, rows: `${tag}:${generation}:rows`, rowPrefix: Buffer.from(`${tag}:${generation}:r:`), changes: `${tag}:${generation}:changes` };
 }
 
 export function rowKey(keys: TableKeys, key: Buffer): Buffer {

@@ -5,7 +5,8 @@ const MIB = 1024 * 1024;
 /**
  * The Redis store keeps the latest version of each column (one hash field per cell), honours
  * maxAge on write and on read, scans its sorted-set index in either direction, and decides a
- * conditional mutation or a read-modify-write in one Lua script on the row.
+ * conditional mutation or a read-modify-write in one Lua script on the row, which also records
+ * the change in the table's stream.
  */
 export const REDIS_CAPABILITIES: StoreCapabilities = Object.freeze({
   multipleVersions: false,
@@ -13,7 +14,7 @@ export const REDIS_CAPABILITIES: StoreCapabilities = Object.freeze({
   reverseScan: true,
   checkAndMutate: true,
   readModifyWrite: true,
-  changeFeed: false,
+  changeFeed: true,
 });
 
 /**
@@ -43,5 +44,8 @@ export const REDIS_LIMITS: StoreLimits = Object.freeze({
   // the row once), and are the bounds the other stores publish, so requests move unchanged.
   conditionsPerCheck: 16,
   rulesPerRow: 1000,
-  changeRetentionSeconds: 86_400,
+  // Changes are kept in memory, beside the rows, each with its values: a day of a busy table's
+  // writes would take more memory than the table itself. An hour covers a reader's disconnect,
+  // a restart or a rolling update.
+  changeRetentionSeconds: 3600,
 });

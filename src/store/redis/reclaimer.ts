@@ -14,7 +14,8 @@ const RETRY_FIRST_MS = 500;
 
 /**
  * Reclaimer removes the keys of deleted table generations in the background, in bounded batches
- * (the row hashes by pages of the index, then the generation's mark in the table's record), and
+ * (the row hashes by pages of the index, then the change stream, then the generation's mark in
+ * the table's record), and
  * keeps each instance's list of tables whole and current: a sweep rebuilds a list that was lost
  * (catalog.ts), reclaims the deleted generations of every listed table, and prunes names whose
  * table has had no record for a while. Every step can be repeated, so a process that dies
@@ -175,6 +176,8 @@ export class Reclaimer {
       await this.#connection.send(['ZREM', keys.rows, ...members]);
       rows += members.length;
     }
+    // The change stream last: UNLINK frees it off Redis's main thread, however long it is.
+    await this.#connection.send(['UNLINK', keys.changes]);
     await this.#connection.send(['HDEL', keys.record, `${RECORD_DELETED}${generation}`]);
     this.#logger.info({ event: 'redis.reclaimed', instance, table, generation, rows }, 'reclaimed a deleted table');
     return true;

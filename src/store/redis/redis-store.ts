@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import { StoreError, callerGone, failing, notACounter, unimplemented } from '../errors.ts';
+import { StoreError, callerGone, notACounter } from '../errors.ts';
 import type {
   CallOptions,
   Condition,
@@ -15,7 +15,10 @@ import type {
   TableRef,
   TableSchema,
   ChangeEvent,
+  ChangeStart,
+  FeedOptions,
 } from '../store.ts';
+import { FeedConnections, followChanges } from './change-feed.ts';
 import { Catalog } from './catalog.ts';
 import { type RedisConnection, openConnection } from './connection.ts';
 import { RECORD_FAMILIES, RECORD_GENERATION, type TableKeys, type TableRecord, newGeneration, parseFamilies, rowKey, tableKeys, tableRecordKey } from './keys.ts';
@@ -33,6 +36,8 @@ export interface RedisStoreOptions {
   readonly caFile?: string;
   readonly instances: readonly string[];
   readonly logger: Logger;
+  /** Feeds that block on a connection of their own (the others poll the shared one); FEED_CONNECTIONS by default. */
+  readonly feedConnections?: number;
 }
 
 /** Rows one read script reads at most (in a cluster), so that none holds Redis for long. */
@@ -77,6 +82,7 @@ export class RedisStore implements DataStore {
   readonly #reclaimer: Reclaimer;
   readonly #tables = new Map<string, TableGeneration>();
   readonly #cluster: boolean;
+  readonly #feeds: FeedConnections;
 
   /** Opens the store and starts connecting; a Redis that is down now is reported by each call and by checkHealth. */
   static open(options: RedisStoreOptions): RedisStore {
@@ -86,6 +92,7 @@ export class RedisStore implements DataStore {
   private constructor(options: RedisStoreOptions) {
     this.#cluster = options.cluster === true;
     this.#connection = openConnection(options);
+    this.#feeds = new FeedConnections(this.#connection, options.feedConnections);
     this.#catalog = new Catalog(this.#connection, options.logger);
     this.#reclaimer = new Reclaimer(this.#connection, this.#catalog, options.instances, options.logger);
     this.#reclaimer.start();
@@ -303,8 +310,12 @@ export class RedisStore implements DataStore {
     );
   }
 
-  readChanges(): AsyncIterable<ChangeEvent> {
-    return failing(unimplemented('changeFeed'));
+  readChanges(ref: TableRef, start: ChangeStart, options: FeedOptions): AsyncIterable<ChangeEvent> {
+    return followChanges(ref, start, options, {
+      connection: this.#connection,
+      feeds: this.#feeds,
+      generation: async (table, fresh) => (await this.#table(table, fresh)).generation,
+    });
   }
 
   checkHealth(options: CallOptions): Promise<void> {
@@ -316,6 +327,7 @@ export class RedisStore implements DataStore {
     const reclaiming = this.#reclaimer.stop();
     // Closing the connection fails the reclaimer's command in flight, so closing never waits for
     // a Redis that does not answer.
+    this.#feeds.closeAll();
     this.#connection.close();
     await reclaiming;
   }
@@ -331,9 +343,9 @@ export class RedisStore implements DataStore {
     return reply === 1 ? GONE : undefined;
   }
 
-  /** The KEYS of every row script: the table's record, its index, the row. */
-  #rowScriptKeys(table: TableGeneration, key: Buffer): [Buffer | string, Buffer | string, Buffer | string] {
-    return [table.keys.record, table.keys.rows, rowKey(table.keys, key)];
+  /** The KEYS of every row script: the table's record, its index, the row, the change stream. */
+  #rowScriptKeys(table: TableGeneration, key: Buffer): [Buffer | string, Buffer | string, Buffer | string, Buffer | string] {
+    return [table.keys.record, table.keys.rows, rowKey(table.keys, key), table.keys.changes];
   }
 
   /** The first ARGV of every row script: generation, row key, this process's clock (µs), the maxAge policy. */

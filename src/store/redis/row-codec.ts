@@ -71,6 +71,40 @@ const NONE = Buffer.alloc(0);
 const OPS = { set: 0x73, deleteColumn: 0x63, deleteFamily: 0x66, deleteRow: 0x72 } as const;
 
 /**
+ * unpackMutations reads back what packMutations packed (a change stream entry's "mutations");
+ * undefined when `packed` is not in that format.
+ */
+export function unpackMutations(packed: Buffer): Mutation[] | undefined {
+  const mutations: Mutation[] = [];
+  let at = 0;
+  const take = (lengthBytes: number): Buffer | undefined => {
+    if (at + lengthBytes > packed.length) return undefined;
+    const length = packed.readUIntBE(at, lengthBytes);
+    at += lengthBytes;
+    if (at + length > packed.length) return undefined;
+    const bytes = packed.subarray(at, at + length);
+    at += length;
+    return bytes;
+  };
+  while (at < packed.length) {
+    const op = packed[at++];
+    const family = take(2);
+    const column = take(4);
+    const timestamp = take(1);
+    const value = take(4);
+    if (family === undefined || column === undefined || timestamp === undefined || value === undefined) return undefined;
+    if (op === OPS.set) {
+      if (!/^-?[0-9]{1,19}$/.test(timestamp.toString('latin1'))) return undefined;
+      mutations.push({ type: 'set', family: family.toString('latin1'), column, value, timestampMicros: BigInt(timestamp.toString('latin1')) });
+    } else if (op === OPS.deleteColumn) mutations.push({ type: 'deleteColumn', family: family.toString('latin1'), column });
+    else if (op === OPS.deleteFamily) mutations.push({ type: 'deleteFamily', family: family.toString('latin1') });
+    else if (op === OPS.deleteRow) mutations.push({ type: 'deleteRow' });
+    else return undefined;
+  }
+  return mutations;
+}
+
+/**
  * The struct.unpack format of one condition in the checkAndMutateRow script's packed argument:
  * op ("r" rowExists, "f" familyExists, "c" columnExists, "e" columnEquals), "1" or "0" for
  * `exists` ("1" for columnEquals), then family, column and value, each preceded by its length

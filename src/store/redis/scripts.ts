@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { REDIS_LIMITS } from './limits.ts';
 import { PACKED_CONDITION, PACKED_MUTATION, PACKED_RULE } from './row-codec.ts';
 
 /**
@@ -128,8 +129,9 @@ return 1`,
 );
 
 // The row scripts (mutateRow, checkAndMutateRow, readModifyWriteRow) share their first four
-// arguments and these pieces, so that a row is written, and retention judged, the same way by
-// each: KEYS the table's record, rows (the index), row; ARGV generation, row key, the caller's
+// arguments and these pieces, so that a row is written, retention judged and the change recorded
+// the same way by each: KEYS the table's record, rows (the index), row, the generation's change
+// stream; ARGV generation, row key, the caller's
 // clock in microseconds (retention is judged by the clock that assigns timestamps), the maxAge of
 // the families that have one ("<family> <seconds> …", empty when none).
 const ROW_PREAMBLE = `if redis.call('HGET', KEYS[1], 'generation') ~= ARGV[1] then return GONE end
@@ -208,6 +210,15 @@ local function finishRow()
     redis.call('ZREM', KEYS[2], ARGV[2])
   end
 end
+-- The change, in the same script as the write: an entry of the generation's stream, its ID
+-- given by Redis (its clock in ms, then a sequence), fields "key" (the row key) and "mutations"
+-- (packed as the mutateRow script's argument). Entries older than the retention go with it, a
+-- whole stream node at a time (MINID ~), so trimming costs a write next to nothing.
+local function recordChange(mutations)
+  local clock = redis.call('TIME')
+  local minId = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000) - ${REDIS_LIMITS.changeRetentionSeconds * 1000}
+  redis.call('XADD', KEYS[4], 'MINID', '~', string.format('%d', minId), '*', 'key', ARGV[2], 'mutations', mutations)
+end
 `;
 
 /** A row script: its own source after ROW_PREAMBLE, which answers `gone` when the generation is no longer the table's. */
@@ -219,8 +230,8 @@ function rowScript(name: string, gone: string, source: string): Script {
  * mutateRow: KEYS and ARGV 1-4 as every row script's (ROW_PREAMBLE), then the mutations packed
  * in one string (packMutations in row-codec.ts): op ("s" set, "c" deleteColumn, "f"
  * deleteFamily, "r" deleteRow), family, column, timestamp, value.
- * Returns 1 when the generation is no longer the table's (nothing written), 0 when applied. The
- * caller has checked the families against the generation's (they never change): the record,
+ * Returns 1 when the generation is no longer the table's (nothing written), 0 when applied, and
+ * then the mutations are recorded as the change (ROW_PREAMBLE's recordChange). The caller has checked the families against the generation's (they never change): the record,
  * checked here, says the generation is still the table's.
  *
  * A set never replaces a value with a newer timestamp (the store keeps the latest version only),
@@ -232,6 +243,7 @@ export const MUTATE_ROW = rowScript(
   '1',
   `applyMutations(ARGV[5])
 finishRow()
+recordChange(ARGV[5])
 return 0`,
 );
 
@@ -241,7 +253,8 @@ return 0`,
  * columnExists, "e" columnEquals; "1" or "0" for exists; family, column, value), the mutations
  * to apply when they all hold and those to apply otherwise (each as mutateRow's).
  * Returns -1 when the generation is no longer the table's (nothing written), 1 when the
- * conditions held, 0 when not; the branch taken is applied as mutateRow applies its mutations.
+ * conditions held, 0 when not; the branch taken is applied, and recorded, as mutateRow applies
+ * and records its mutations; an empty branch writes and records nothing.
  *
  * A condition sees live cells only: a cell past its family's maxAge does not exist for it, even
  * while it is still in the hash. The caller has checked every family named against the
@@ -278,6 +291,7 @@ local mutations = matched and ARGV[6] or ARGV[7]
 if mutations ~= '' then
   applyMutations(mutations)
   finishRow()
+  recordChange(mutations)
 end
 if matched then return 1 end
 return 0`,
@@ -289,7 +303,8 @@ return 0`,
  * column, operand (the amount as 8 big-endian bytes, or the bytes to append).
  * Returns nil when the generation is no longer the table's (nothing written); {0, family,
  * bytes} when an increment met a value that is not 8 bytes (nothing written); otherwise {1,
- * field, stored cell, field, stored cell…}, each column touched once, as it now is.
+ * field, stored cell, field, stored cell…}, each column touched once, as it now is. The change
+ * recorded is one set per column touched, as stored.
  *
  * Each rule reads the column's latest live version as the earlier rules left it (an expired one
  * counts as none). Every rule is decided before anything is written. Each column touched gets
@@ -322,7 +337,7 @@ while at <= #rules do
     ts, value = before[1], before[2]
   else
     ts, value = liveCell(family, column)
-    order[#order + 1] = field
+    order[#order + 1] = {field, family, column}
   end
   if op == 'a' then
     value = (value or '') .. operand
@@ -334,14 +349,18 @@ while at <= #rules do
   if not ts or later(ARGV[3], ts) then ts = ARGV[3] end
   touched[field] = {ts, value}
 end
-local out = {1}
-for _, field in ipairs(order) do
-  local stored = touched[field][1] .. ':' .. touched[field][2]
+local out, sets = {1}, {}
+for _, touch in ipairs(order) do
+  local field, family, column = touch[1], touch[2], touch[3]
+  local ts, value = touched[field][1], touched[field][2]
+  local stored = ts .. ':' .. value
   redis.call('HSET', row, field, stored)
   out[#out + 1] = field
   out[#out + 1] = stored
+  sets[#sets + 1] = struct.pack('${PACKED_MUTATION}', 's', #family, family, #column, column, #ts, ts, #value, value)
 end
 finishRow()
+recordChange(table.concat(sets))
 return out`,
 );
 
@@ -380,4 +399,37 @@ for _, key in ipairs(keys) do
   out[#out + 1] = redis.call('HGETALL', ARGV[2] .. key)
 end
 return out`,
+);
+
+/**
+ * feedStart: KEYS the table's record, a generation's change stream; ARGV that generation.
+ * {1 when the record still names the generation (0 when not), Redis's time (ms), the stream's
+ * last generated ID ("0-0" when there is no stream yet), 1 when entries were trimmed from it (0
+ * when not)}. Read together, so that a feed starting "now" starts right after the last change
+ * committed before it.
+ */
+export const FEED_START = script(
+  'feedStart',
+  `${CLOCK}
+local current = redis.call('HGET', KEYS[1], 'generation') == ARGV[1] and 1 or 0
+if redis.call('EXISTS', KEYS[2]) == 0 then return {current, nowMs, '0-0', 0} end
+local info = redis.call('XINFO', 'STREAM', KEYS[2])
+local fields = {}
+for i = 1, #info, 2 do fields[info[i]] = info[i + 1] end
+local trimmed = tonumber(fields['entries-added']) > tonumber(fields['length']) and 1 or 0
+return {current, nowMs, fields['last-generated-id'], trimmed}`,
+);
+
+/**
+ * readChanges: KEYS the table's record, a generation's change stream; ARGV that generation, the
+ * ID to read after, the most entries to read.
+ * {1 when the record still names the generation (0 when not), Redis's time (ms), the entries
+ * after the ID}, read together: when the generation is gone, no change can follow the entries
+ * read; when there are none, every change still to come will have an ID of that time or later.
+ */
+export const READ_CHANGES = script(
+  'readChanges',
+  `${CLOCK}
+local current = redis.call('HGET', KEYS[1], 'generation') == ARGV[1] and 1 or 0
+return {current, nowMs, redis.call('XRANGE', KEYS[2], '(' .. ARGV[2], '+', 'COUNT', tonumber(ARGV[3]))}`,
 );

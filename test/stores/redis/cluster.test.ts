@@ -95,6 +95,35 @@ describe('redis store on a Redis Cluster (3 primaries)', () => {
     expect(homes.size, 'primaries holding counted tables').to.be.above(1);
   });
 
+  it('follows each table\'s change feed from the stream on the table\'s own node', async function () {
+    this.timeout(60_000);
+    const followed = Array.from({ length: 6 }, (_, i) => ({ instance: i % 2 === 0 ? 'even' : 'odd', table: `followed${i}` }));
+    const homes = new Set<number>();
+    const abort = new AbortController();
+    try {
+      for (const ref of followed) await store.createTable(ref, [{ name: 'cf' }], call());
+      const feeds = followed.map((ref) => store.readChanges(ref, { type: 'now' }, { signal: abort.signal })[Symbol.asyncIterator]());
+      for (const feed of feeds) expect((await feed.next()).value?.type).to.equal('progress');
+      for (const ref of followed) await store.mutateRow(ref, b('k'), [set('cf', 'c', ref.table)], call());
+      for (const [index, feed] of feeds.entries()) {
+        let event = (await feed.next()).value;
+        while (event?.type === 'progress') event = (await feed.next()).value;
+        expect(event?.type === 'change' ? event.change.mutations : undefined).to.deep.equal([set('cf', 'c', (followed[index] as { table: string }).table)]);
+      }
+      for (const ref of followed) {
+        const tag = `kvcrud:{${ref.instance}/${ref.table}}`;
+        const stream = `${tag}:${await generation(ref)}:changes`;
+        const home = await owner(`${tag}:table`);
+        expect(await owner(stream), `the node of ${ref.table}'s stream`).to.equal(home);
+        expect((await redisCli(home, ['--raw', 'XLEN', stream])).trim()).to.equal('1');
+        homes.add(home);
+      }
+      expect(homes.size, 'primaries holding followed tables').to.be.above(1);
+    } finally {
+      abort.abort();
+    }
+  });
+
   it('refuses a missing family atomically, and deletes a table with its rows reclaimed on its own node', async function () {
     this.timeout(30_000);
     const ref = { instance: 'odd', table: 'gone' };

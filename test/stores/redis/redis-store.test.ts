@@ -341,7 +341,14 @@ describe('redis store', () => {
       expect(await server.cli('--raw', 'GET', 'kvcrud:{inst}:catalog-state')).to.match(/^complete [0-9a-f]{12}\n$/);
       const keys = (await server.cli('--raw', '--scan')).trim().split('\n').sort();
       expect(keys).to.deep.equal(
-        ['kvcrud:{inst}:tables', 'kvcrud:{inst}:catalog-state', 'kvcrud:{inst/t}:table', `kvcrud:{inst/t}:${gen}:r:user#1`, `kvcrud:{inst/t}:${gen}:rows`].sort(),
+        [
+          'kvcrud:{inst}:tables',
+          'kvcrud:{inst}:catalog-state',
+          'kvcrud:{inst/t}:table',
+          `kvcrud:{inst/t}:${gen}:r:user#1`,
+          `kvcrud:{inst/t}:${gen}:rows`,
+          `kvcrud:{inst/t}:${gen}:changes`,
+        ].sort(),
       );
     });
   });

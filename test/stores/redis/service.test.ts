@@ -65,7 +65,8 @@ describe('redis store: served by the service from a STORES_FILE', () => {
     expect(stores.status).to.equal(200);
     const cache = stores.body?.['stores']?.find((store: { name: string }) => store.name === 'cache');
     expect(cache).to.deep.include({ name: 'cache', driver: 'redis', instances: ['sessions'] });
-    expect(cache.capabilities).to.deep.equal({ multipleVersions: false, maxAge: true, reverseScan: true, checkAndMutate: true, readModifyWrite: true });
+    expect(cache.capabilities).to.deep.equal({ multipleVersions: false, maxAge: true, reverseScan: true, checkAndMutate: true, readModifyWrite: true, changeFeed: true });
+    expect(cache.limits.changeRetentionSeconds).to.equal(3600);
     expect(cache.limits.versionsPerRead).to.equal(1);
 
     const tables = '/v2/stores/cache/instances/sessions/tables';
