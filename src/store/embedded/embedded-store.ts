@@ -2,7 +2,7 @@ import { mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import type { ResourceLimits } from 'node:worker_threads';
-import { StoreError, callerGone, failing, unimplemented } from '../errors.ts';
+import { StoreError, callerGone, failing } from '../errors.ts';
 import type {
   CallOptions,
   Cell,
@@ -17,12 +17,17 @@ import type {
   ScanRequest,
   TableRef,
   TableSchema,
+  Change,
   ChangeEvent,
+  ChangeStart,
+  FeedOptions,
 } from '../store.ts';
+import { FEED_PROGRESS_MS } from '../store.ts';
+import { decodeChangeMutations, formatPosition, invalidPosition, parsePosition } from './changes.ts';
 import { COPY_PIECE_BYTES, type Decoder, type Encoder } from './codec.ts';
 import { EMBEDDED_CAPABILITIES, EMBEDDED_LIMITS } from './limits.ts';
 import { ProcessLock } from './process-lock.ts';
-import { CANCEL_SLOTS, ConditionType, Kind, MutationType, RuleType, ScanFlag, decodeError, decodePolicyBound, encodePolicyBound } from './protocol.ts';
+import { CANCEL_SLOTS, ConditionType, Kind, MutationType, RuleType, ScanFlag, StartType, decodeError, decodePolicyBound, encodePolicyBound } from './protocol.ts';
 import { migrate } from './schema.ts';
 import { encodeSelection } from './selection.ts';
 import { SQLITE_BUSY, SQLITE_LOCKED, sqliteCode } from './sqlite-errors.ts';
@@ -62,6 +67,8 @@ const MUTATIONS_PER_PIECE = 2048;
 const OPEN_TIMEOUT_MS = 60_000;
 /** How long close() waits for the threads to finish what they were given. */
 const CLOSE_TIMEOUT_MS = 60_000;
+/** How long one read of a feed (its start, or the changes after a position) may take. */
+const FEED_READ_TIMEOUT_MS = 30_000;
 
 /**
  * EmbeddedStore is the DataStore in a SQLite database (node:sqlite) in one local directory: no
@@ -83,6 +90,10 @@ export class EmbeddedStore implements DataStore {
   readonly #writer: ThreadClient;
   readonly #readers: readonly ThreadClient[];
   #closed: Promise<void> | undefined;
+  /** Write calls settled so far: a feed that read before the count moved reads again. */
+  #writesSettled = 0;
+  /** Feeds waiting for a write to settle. */
+  readonly #feedWaiters = new Set<() => void>();
 
   /**
    * open opens (creating or migrating if needed) the store in `dataDir` and resolves once its
@@ -242,8 +253,100 @@ export class EmbeddedStore implements DataStore {
     return this.#writeEncoded(Kind.readModifyWrite, options, reader, large, (encoder) => encodeRules(encoder, ref, key, rules));
   }
 
-  readChanges(): AsyncIterable<ChangeEvent> {
-    return failing(unimplemented('changeFeed'));
+  /**
+   * A feed reads the changes table on a reader thread: first where it starts, then the changes
+   * after its position, again whenever a write of this store settles (the data directory is
+   * locked to this process, so every write goes through it) and at least every FEED_PROGRESS_MS.
+   * Between reads it holds nothing but a timer and a listener.
+   */
+  readChanges(ref: TableRef, start: ChangeStart, options: FeedOptions): AsyncIterable<ChangeEvent> {
+    if (this.#closed !== undefined) return failing(closedError());
+    if (start.type === 'after') {
+      try {
+        parsePosition(start.position);
+      } catch {
+        return failing(invalidPosition(start.position));
+      }
+    }
+    return this.#follow(ref, start, options.signal);
+  }
+
+  async *#follow(ref: TableRef, start: ChangeStart, signal: AbortSignal): AsyncGenerator<ChangeEvent> {
+    const call = () => ({ deadline: Date.now() + FEED_READ_TIMEOUT_MS, signal });
+    let begun: { tableId: number; seq: bigint };
+    try {
+      begun = await this.#read(Kind.changeStart, call(), { done: (decoder) => ({ tableId: decoder.u32(), seq: decoder.i64() }) }, (encoder) => {
+        encoder.string(ref.instance);
+        encoder.string(ref.table);
+        encoder.u8(StartType[start.type]);
+        encoder.i64(start.type === 'since' ? start.sinceMicros : start.type === 'after' ? parsePosition(start.position) : 0n);
+      });
+    } catch (error) {
+      if (signal.aborted) return;
+      throw error;
+    }
+    let seq = begun.seq;
+    yield { type: 'progress', position: formatPosition(seq) };
+    for (;;) {
+      const settledBefore = this.#writesSettled;
+      let batch: ChangeBatch;
+      try {
+        batch = await this.#read(Kind.changes, call(), { done: (decoder) => decodeChangeBatch(decoder) }, (encoder) => {
+          encoder.string(ref.instance);
+          encoder.string(ref.table);
+          encoder.u32(begun.tableId);
+          encoder.i64(seq);
+        });
+      } catch (error) {
+        if (signal.aborted) return;
+        throw error;
+      }
+      for (const { change, seq: at } of batch.changes) yield { type: 'change', change, position: formatPosition(at) };
+      seq = batch.through;
+      if (!batch.complete) continue;
+      // Every change committed before the deletion has been yielded.
+      if (!batch.present) throw new StoreError('NOT_FOUND', `table ${ref.instance}/${ref.table} was deleted`, { resource: 'table', name: ref.table });
+      if (batch.changes.length > 0 || settledBefore !== this.#writesSettled) continue;
+      const woken = await this.#waitForWrite(FEED_PROGRESS_MS, signal);
+      if (signal.aborted) return;
+      if (!woken) yield { type: 'progress', position: formatPosition(seq) };
+    }
+  }
+
+  /** Resolves true when a write settles, false after `ms` or once `signal` is aborted. */
+  #waitForWrite(ms: number, signal: AbortSignal): Promise<boolean> {
+    return new Promise((resolve) => {
+      const finish = (woken: boolean) => {
+        clearTimeout(timer);
+        signal.removeEventListener('abort', onAbort);
+        this.#feedWaiters.delete(onWrite);
+        resolve(woken);
+      };
+      const onWrite = () => finish(true);
+      const onAbort = () => finish(false);
+      const timer = setTimeout(() => finish(false), ms);
+      if (signal.aborted) {
+        finish(false);
+        return;
+      }
+      signal.addEventListener('abort', onAbort, { once: true });
+      this.#feedWaiters.add(onWrite);
+    });
+  }
+
+  /** A write call settled (committed, failed, or given up on): waiting feeds read again. */
+  #writeSettled(): void {
+    this.#writesSettled++;
+    for (const wake of [...this.#feedWaiters]) wake();
+  }
+
+  /** Wakes the feeds when `written` settles; returns it unchanged. */
+  #noticed<T>(written: Promise<T>): Promise<T> {
+    written.then(
+      () => this.#writeSettled(),
+      () => this.#writeSettled(),
+    );
+    return written;
   }
 
   async checkHealth(options: CallOptions): Promise<void> {
@@ -256,6 +359,8 @@ export class EmbeddedStore implements DataStore {
   close(): Promise<void> {
     this.#closed ??= (async () => {
       const deadline = Date.now() + CLOSE_TIMEOUT_MS;
+      // Feeds waiting read again, and end: the store is closed.
+      this.#writeSettled();
       try {
         await Promise.allSettled([this.#writer, ...this.#readers].map((thread) => thread.close(deadline)));
       } finally {
@@ -317,11 +422,13 @@ export class EmbeddedStore implements DataStore {
   #writeEncoded<T>(kind: number, options: CallOptions, reader: AnswerReader<T>, large: boolean, encode: (encoder: Encoder) => Generator<void>): Promise<T> {
     if (this.#closed !== undefined) return Promise.reject(closedError());
     if (!large) {
-      return this.#writer.request(kind, options.deadline, (encoder) => {
-        for (const piece of encode(encoder)) void piece;
-      }, reader, options.signal);
+      return this.#noticed(
+        this.#writer.request(kind, options.deadline, (encoder) => {
+          for (const piece of encode(encoder)) void piece;
+        }, reader, options.signal),
+      );
     }
-    return this.#writer.requestLarge(kind, options.deadline, encode, reader, options.signal);
+    return this.#noticed(this.#writer.requestLarge(kind, options.deadline, encode, reader, options.signal));
   }
 
   #scanChunk(ref: TableRef, scan: ScanRequest, tableId: number, after: Buffer | undefined, limit: number, options: CallOptions) {
@@ -386,7 +493,7 @@ export class EmbeddedStore implements DataStore {
 
   #write<T>(kind: number, options: CallOptions, reader: AnswerReader<T>, write: (encoder: Encoder) => void): Promise<T> {
     if (this.#closed !== undefined) return Promise.reject(closedError());
-    return this.#writer.request(kind, options.deadline, write, reader, options.signal);
+    return this.#noticed(this.#writer.request(kind, options.deadline, write, reader, options.signal));
   }
 
   #read<T>(kind: number, options: CallOptions, reader: AnswerReader<T>, write: (encoder: Encoder) => void): Promise<T> {
@@ -398,6 +505,30 @@ export class EmbeddedStore implements DataStore {
     return thread.request(kind, options.deadline, write, reader, options.signal);
   }
 
+}
+
+/** One answer to a feed's read (Reader.changes). */
+interface ChangeBatch {
+  readonly present: boolean;
+  readonly complete: boolean;
+  readonly through: bigint;
+  readonly changes: ReadonlyArray<{ readonly change: Change; readonly seq: bigint }>;
+}
+
+function decodeChangeBatch(decoder: Decoder): ChangeBatch {
+  const present = decoder.u8() === 1;
+  const complete = decoder.u8() === 1;
+  const through = decoder.i64();
+  const changes: Array<{ change: Change; seq: bigint }> = [];
+  for (let count = decoder.u32(), i = 0; i < count; i++) {
+    const seq = decoder.i64();
+    const commitMicros = decoder.i64();
+    // Copied out of the message, so that a change kept by the caller does not hold all of it.
+    const key = Buffer.from(decoder.bytes());
+    const mutations = decodeChangeMutations(decoder.bytes());
+    changes.push({ seq, change: { key, commitMicros, mutations } });
+  }
+  return { present, complete, through, changes };
 }
 
 function closedError(): StoreError {
