@@ -38,8 +38,10 @@ export function invalidPosition(position: string): StoreError {
  * byte string is `u32 length, bytes`.
  */
 export function decodeChangeMutations(bytes: Uint8Array): Mutation[] {
-  const buffer = bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength && bytes.buffer instanceof ArrayBuffer ? bytes.buffer : bytes.slice().buffer;
-  const decoder = new Decoder(buffer);
+  // A copy of its own: the change's values are views into it, not into the message it came in.
+  const copy = new Uint8Array(bytes.byteLength);
+  copy.set(bytes);
+  const decoder = new Decoder(copy.buffer);
   const mutations: Mutation[] = [];
   for (let count = decoder.u32(), i = 0; i < count; i++) {
     const type = decoder.u8();
