@@ -90,10 +90,8 @@ export class EmbeddedStore implements DataStore {
   readonly #writer: ThreadClient;
   readonly #readers: readonly ThreadClient[];
   #closed: Promise<void> | undefined;
-  /** Write calls settled so far: a feed that read before the count moved reads again. */
-  #writesSettled = 0;
-  /** Feeds waiting for a write to settle. */
-  readonly #feedWaiters = new Set<() => void>();
+  /** The tables followed by a feed, by `instance/table`: what wakes their feeds. */
+  readonly #followed = new Map<string, FollowedTable>();
 
   /**
    * open opens (creating or migrating if needed) the store in `dataDir` and resolves once its
@@ -137,7 +135,7 @@ export class EmbeddedStore implements DataStore {
   }
 
   createTable(ref: TableRef, families: readonly FamilySpec[], options: CallOptions): Promise<void> {
-    return this.#write(Kind.createTable, options, NO_ANSWER, (encoder) => {
+    return this.#write(ref, Kind.createTable, options, NO_ANSWER, (encoder) => {
       encoder.string(ref.instance);
       encoder.string(ref.table);
       encoder.u32(families.length);
@@ -182,7 +180,7 @@ export class EmbeddedStore implements DataStore {
   }
 
   deleteTable(ref: TableRef, options: CallOptions): Promise<void> {
-    return this.#write(Kind.deleteTable, options, NO_ANSWER, (encoder) => {
+    return this.#write(ref, Kind.deleteTable, options, NO_ANSWER, (encoder) => {
       encoder.string(ref.instance);
       encoder.string(ref.table);
     });
@@ -232,7 +230,7 @@ export class EmbeddedStore implements DataStore {
       check.mutations.some(tallSet) ||
       check.otherwise.some(tallSet) ||
       check.conditions.some((condition) => condition.type === 'columnEquals' && condition.value.byteLength > COPY_PIECE_BYTES);
-    return this.#writeEncoded(Kind.checkAndMutate, options, { done: (decoder) => decoder.u8() === 1 }, large, (encoder) => encodeCheck(encoder, ref, key, check));
+    return this.#writeEncoded(ref, Kind.checkAndMutate, options, { done: (decoder) => decoder.u8() === 1 }, large, (encoder) => encodeCheck(encoder, ref, key, check));
   }
 
   /** The writer thread reads, computes and writes the new versions in one SQLite transaction (see Writer). */
@@ -250,7 +248,7 @@ export class EmbeddedStore implements DataStore {
       },
     };
     const large = rules.length > MUTATIONS_PER_PIECE || rules.some((rule) => rule.type === 'append' && rule.value.byteLength > COPY_PIECE_BYTES);
-    return this.#writeEncoded(Kind.readModifyWrite, options, reader, large, (encoder) => encodeRules(encoder, ref, key, rules));
+    return this.#writeEncoded(ref, Kind.readModifyWrite, options, reader, large, (encoder) => encodeRules(encoder, ref, key, rules));
   }
 
   /**
@@ -285,16 +283,32 @@ export class EmbeddedStore implements DataStore {
       if (signal.aborted) return;
       throw error;
     }
-    let seq = begun.seq;
+    const name = `${ref.instance}/${ref.table}`;
+    let followed = this.#followed.get(name);
+    if (followed === undefined) {
+      followed = { feeds: 0, settled: 0, waiters: new Set() };
+      this.#followed.set(name, followed);
+    }
+    followed.feeds++;
+    try {
+      yield* this.#changesAfter(ref, begun.tableId, begun.seq, followed, signal);
+    } finally {
+      if (--followed.feeds === 0) this.#followed.delete(name);
+    }
+  }
+
+  async *#changesAfter(ref: TableRef, tableId: number, from: bigint, followed: FollowedTable, signal: AbortSignal): AsyncGenerator<ChangeEvent> {
+    const call = () => ({ deadline: Date.now() + FEED_READ_TIMEOUT_MS, signal });
+    let seq = from;
     yield { type: 'progress', position: formatPosition(seq) };
     for (;;) {
-      const settledBefore = this.#writesSettled;
+      const settledBefore = followed.settled;
       let batch: ChangeBatch;
       try {
         batch = await this.#read(Kind.changes, call(), { done: (decoder) => decodeChangeBatch(decoder) }, (encoder) => {
           encoder.string(ref.instance);
           encoder.string(ref.table);
-          encoder.u32(begun.tableId);
+          encoder.u32(tableId);
           encoder.i64(seq);
         });
       } catch (error) {
@@ -306,46 +320,25 @@ export class EmbeddedStore implements DataStore {
       if (!batch.complete) continue;
       // Every change committed before the deletion has been yielded.
       if (!batch.present) throw new StoreError('NOT_FOUND', `table ${ref.instance}/${ref.table} was deleted`, { resource: 'table', name: ref.table });
-      if (batch.changes.length > 0 || settledBefore !== this.#writesSettled) continue;
-      const woken = await this.#waitForWrite(FEED_PROGRESS_MS, signal);
+      if (batch.changes.length > 0 || settledBefore !== followed.settled) continue;
+      const woken = await waitForWrite(followed, FEED_PROGRESS_MS, signal);
       if (signal.aborted) return;
       if (!woken) yield { type: 'progress', position: formatPosition(seq) };
     }
   }
 
-  /** Resolves true when a write settles, false after `ms` or once `signal` is aborted. */
-  #waitForWrite(ms: number, signal: AbortSignal): Promise<boolean> {
-    return new Promise((resolve) => {
-      const finish = (woken: boolean) => {
-        clearTimeout(timer);
-        signal.removeEventListener('abort', onAbort);
-        this.#feedWaiters.delete(onWrite);
-        resolve(woken);
-      };
-      const onWrite = () => finish(true);
-      const onAbort = () => finish(false);
-      const timer = setTimeout(() => finish(false), ms);
-      if (signal.aborted) {
-        finish(false);
-        return;
-      }
-      signal.addEventListener('abort', onAbort, { once: true });
-      this.#feedWaiters.add(onWrite);
-    });
-  }
-
-  /** A write call settled (committed, failed, or given up on): waiting feeds read again. */
-  #writeSettled(): void {
-    this.#writesSettled++;
-    for (const wake of [...this.#feedWaiters]) wake();
-  }
-
-  /** Wakes the feeds when `written` settles; returns it unchanged. */
-  #noticed<T>(written: Promise<T>): Promise<T> {
-    written.then(
-      () => this.#writeSettled(),
-      () => this.#writeSettled(),
-    );
+  /**
+   * Wakes the feeds of the table when `written` settles (committed, failed, or given up on: one
+   * read too many is cheap, a missed wake-up would cost a feed FEED_PROGRESS_MS); returns it.
+   */
+  #noticed<T>(ref: TableRef, written: Promise<T>): Promise<T> {
+    const settled = () => {
+      const followed = this.#followed.get(`${ref.instance}/${ref.table}`);
+      if (followed === undefined) return;
+      followed.settled++;
+      wake(followed);
+    };
+    written.then(settled, settled);
     return written;
   }
 
@@ -360,7 +353,7 @@ export class EmbeddedStore implements DataStore {
     this.#closed ??= (async () => {
       const deadline = Date.now() + CLOSE_TIMEOUT_MS;
       // Feeds waiting read again, and end: the store is closed.
-      this.#writeSettled();
+      for (const followed of this.#followed.values()) wake(followed);
       try {
         await Promise.allSettled([this.#writer, ...this.#readers].map((thread) => thread.close(deadline)));
       } finally {
@@ -411,7 +404,7 @@ export class EmbeddedStore implements DataStore {
     let mutations = 0;
     for (const entry of entries) mutations += entry.mutations.length;
     const large = mutations > MUTATIONS_PER_PIECE || entries.some((entry) => entry.mutations.some(tallSet));
-    return this.#writeEncoded(Kind.mutate, options, reader, large, (encoder) => encodeMutations(encoder, ref, entries));
+    return this.#writeEncoded(ref, Kind.mutate, options, reader, large, (encoder) => encodeMutations(encoder, ref, entries));
   }
 
   /**
@@ -419,16 +412,17 @@ export class EmbeddedStore implements DataStore {
    * than MUTATIONS_PER_PIECE mutations or rules, or a tall value), in a message of its own, a piece
    * per turn (ThreadClient.requestLarge), a tall value being copied into it a piece per turn too.
    */
-  #writeEncoded<T>(kind: number, options: CallOptions, reader: AnswerReader<T>, large: boolean, encode: (encoder: Encoder) => Generator<void>): Promise<T> {
+  #writeEncoded<T>(ref: TableRef, kind: number, options: CallOptions, reader: AnswerReader<T>, large: boolean, encode: (encoder: Encoder) => Generator<void>): Promise<T> {
     if (this.#closed !== undefined) return Promise.reject(closedError());
     if (!large) {
       return this.#noticed(
+        ref,
         this.#writer.request(kind, options.deadline, (encoder) => {
           for (const piece of encode(encoder)) void piece;
         }, reader, options.signal),
       );
     }
-    return this.#noticed(this.#writer.requestLarge(kind, options.deadline, encode, reader, options.signal));
+    return this.#noticed(ref, this.#writer.requestLarge(kind, options.deadline, encode, reader, options.signal));
   }
 
   #scanChunk(ref: TableRef, scan: ScanRequest, tableId: number, after: Buffer | undefined, limit: number, options: CallOptions) {
@@ -491,9 +485,9 @@ export class EmbeddedStore implements DataStore {
     return { result: settled, abandon: () => controller.abort() };
   }
 
-  #write<T>(kind: number, options: CallOptions, reader: AnswerReader<T>, write: (encoder: Encoder) => void): Promise<T> {
+  #write<T>(ref: TableRef, kind: number, options: CallOptions, reader: AnswerReader<T>, write: (encoder: Encoder) => void): Promise<T> {
     if (this.#closed !== undefined) return Promise.reject(closedError());
-    return this.#noticed(this.#writer.request(kind, options.deadline, write, reader, options.signal));
+    return this.#noticed(ref, this.#writer.request(kind, options.deadline, write, reader, options.signal));
   }
 
   #read<T>(kind: number, options: CallOptions, reader: AnswerReader<T>, write: (encoder: Encoder) => void): Promise<T> {
@@ -505,6 +499,41 @@ export class EmbeddedStore implements DataStore {
     return thread.request(kind, options.deadline, write, reader, options.signal);
   }
 
+}
+
+/**
+ * A table some feed follows: its write calls settled so far (a feed that read before the count
+ * moved reads again at once), and the feeds waiting for the next one.
+ */
+interface FollowedTable {
+  feeds: number;
+  settled: number;
+  readonly waiters: Set<() => void>;
+}
+
+function wake(followed: FollowedTable): void {
+  for (const waiter of [...followed.waiters]) waiter();
+}
+
+/** Resolves true when a write to the table settles, false after `ms` or once `signal` is aborted. */
+function waitForWrite(followed: FollowedTable, ms: number, signal: AbortSignal): Promise<boolean> {
+  return new Promise((resolve) => {
+    const finish = (woken: boolean) => {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', onAbort);
+      followed.waiters.delete(onWrite);
+      resolve(woken);
+    };
+    const onWrite = () => finish(true);
+    const onAbort = () => finish(false);
+    const timer = setTimeout(() => finish(false), ms);
+    if (signal.aborted) {
+      finish(false);
+      return;
+    }
+    signal.addEventListener('abort', onAbort, { once: true });
+    followed.waiters.add(onWrite);
+  });
 }
 
 /** One answer to a feed's read (Reader.changes). */
