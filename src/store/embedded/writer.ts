@@ -50,6 +50,9 @@ const NO_CUTOFF = -(2n ** 63n);
 
 const NO_RESULT = (): void => {};
 
+/** The change encoder's buffer; one grown past 16 times this (a tall write) is not kept. */
+const CHANGE_ENCODER_BYTES = 4096;
+
 /**
  * Writer runs every change of the embedded store on the one writing connection, in batches: all
  * the requests that reached the writer thread while it was busy share one transaction and so one
@@ -96,6 +99,8 @@ export class Writer {
     StatementSync
   >;
 
+  /** Encodes each change's mutations, reused (SQLite copies the BLOB it is bound to) unless a tall one grew it. */
+  #changeEncoder = new Encoder(CHANGE_ENCODER_BYTES);
   /** The commit time of the last change recorded: the next one is never earlier. */
   #lastChangeMicros: bigint;
 
@@ -465,7 +470,11 @@ export class Writer {
   #recordChange(table: TableEntry, key: Uint8Array, mutations: readonly DecodedMutation[]): void {
     const now = nowMicros();
     const commitMicros = now > this.#lastChangeMicros ? now : this.#lastChangeMicros;
-    this.#statements.insertChange.run(table.id, commitMicros, key, encodeChangeMutations(mutations));
+    const encoder = this.#changeEncoder;
+    encoder.truncate(0);
+    encodeChangeMutations(encoder, mutations);
+    this.#statements.insertChange.run(table.id, commitMicros, key, encoder.written());
+    if (encoder.length > CHANGE_ENCODER_BYTES * 16) this.#changeEncoder = new Encoder(CHANGE_ENCODER_BYTES);
     this.#lastChangeMicros = commitMicros;
   }
 
@@ -555,8 +564,7 @@ function entryResults(errors: ReadonlyArray<StoreError | undefined>): (encoder: 
 }
 
 /** A change's mutations as the changes table stores them (decodeChangeMutations, changes.ts). */
-function encodeChangeMutations(mutations: readonly DecodedMutation[]): Uint8Array {
-  const encoder = new Encoder(64);
+function encodeChangeMutations(encoder: Encoder, mutations: readonly DecodedMutation[]): void {
   encoder.u32(mutations.length);
   for (const mutation of mutations) {
     encoder.u8(mutation.type);
@@ -578,7 +586,6 @@ function encodeChangeMutations(mutations: readonly DecodedMutation[]): Uint8Arra
         break;
     }
   }
-  return new Uint8Array(encoder.finish());
 }
 
 /** The first family, in mutation order, that the table does not have. */
