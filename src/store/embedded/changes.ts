@@ -38,10 +38,17 @@ export function invalidPosition(position: string): StoreError {
  * byte string is `u32 length, bytes`.
  */
 export function decodeChangeMutations(bytes: Uint8Array): Mutation[] {
-  // A copy of its own: the change's values are views into it, not into the message it came in.
-  const copy = new Uint8Array(bytes.byteLength);
-  copy.set(bytes);
-  const decoder = new Decoder(copy.buffer);
+  // The change's values are views into a buffer of its own: an attached one as it came, else a
+  // copy, so that a change the caller keeps does not keep the whole message.
+  let buffer: ArrayBuffer;
+  if (bytes.buffer instanceof ArrayBuffer && bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength) {
+    buffer = bytes.buffer;
+  } else {
+    const copy = new Uint8Array(bytes.byteLength);
+    copy.set(bytes);
+    buffer = copy.buffer;
+  }
+  const decoder = new Decoder(buffer);
   const mutations: Mutation[] = [];
   for (let count = decoder.u32(), i = 0; i < count; i++) {
     const type = decoder.u8();

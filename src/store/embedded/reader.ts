@@ -264,7 +264,8 @@ export class Reader {
         encoder.i64(seq);
         encoder.i64(commitMicros);
         encoder.bytes(key);
-        encoder.bytes(mutations);
+        // A large one crosses to the main thread in its own buffer, as read from SQLite (Encoder.attach).
+        encoder.attach(mutations);
       }
     });
   }

@@ -207,6 +207,21 @@ describe('embedded store: the change feed', () => {
     expect(kept.changes.map((event) => event.change.key.toString())).to.deep.equal(['k3', 'k4']);
   });
 
+  it('yields a tall change whole, and more changes than one read answers, in order', async () => {
+    const feed = follow({ type: 'now' });
+    await feed.until(() => feed.events.length > 0);
+    const tall = Buffer.alloc(3 * 1024 * 1024, 0xab);
+    tall[tall.length - 1] = 0x01;
+    await store.mutateRow(ref, Buffer.from('tall'), [{ type: 'set', family: 'a', column: Buffer.from('big'), value: tall, timestampMicros: 1000n }], options());
+    const entries = Array.from({ length: 600 }, (_, i) => ({ key: Buffer.from(`r${String(i).padStart(3, '0')}`), mutations: [set('b', 'n', String(i), 1000n)] }));
+    await store.mutateRows(ref, entries, options());
+    await feed.until(() => feed.changes.length >= 601);
+    const [first, ...rest] = feed.changes;
+    const mutation = first?.change.mutations[0];
+    expect(mutation?.type === 'set' && Buffer.compare(mutation.value, tall)).to.equal(0);
+    expect(rest.map((event) => event.change.key.toString())).to.deep.equal(entries.map((entry) => entry.key.toString()));
+  });
+
   it('refuses a position beyond any change it recorded, and one of another format', async () => {
     for (const position of ['e1.999999', 'e1.01', '5', 'e2.1']) {
       const feed = follow({ type: 'after', position });
