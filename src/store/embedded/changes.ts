@@ -31,13 +31,17 @@ export function invalidPosition(position: string): StoreError {
   return new StoreError('INVALID_ARGUMENT', `a change feed position of ${position.length} characters that this store did not make`);
 }
 
+/** Mutations decoded in one turn of the event loop; a change with more is decoded over several. */
+const MUTATIONS_PER_PIECE = 2048;
+
 /**
- * Decodes the `mutations` column of a change: `u32 count`, then each mutation as `u8 type`
- * (MutationType) followed by, for set, `family, column, value, i64 timestamp`; deleteColumn,
- * `family, column`; deleteFamily, `family`; deleteRow, nothing. Little-endian; a string or
- * byte string is `u32 length, bytes`.
+ * Decodes the `mutations` column of a change into `out`, yielding after every
+ * MUTATIONS_PER_PIECE mutations: `u32 count`, then each mutation as `u8 type` (MutationType)
+ * followed by, for set, `family, column, value, i64 timestamp`; deleteColumn, `family, column`;
+ * deleteFamily, `family`; deleteRow, nothing. Little-endian; a string or byte string is
+ * `u32 length, bytes`.
  */
-export function decodeChangeMutations(bytes: Uint8Array): Mutation[] {
+export function* decodeChangeMutations(bytes: Uint8Array, out: Mutation[]): Generator<void> {
   // The change's values are views into a buffer of its own: an attached one as it came, else a
   // copy, so that a change the caller keeps does not keep the whole message.
   let buffer: ArrayBuffer;
@@ -49,31 +53,30 @@ export function decodeChangeMutations(bytes: Uint8Array): Mutation[] {
     buffer = copy.buffer;
   }
   const decoder = new Decoder(buffer);
-  const mutations: Mutation[] = [];
   for (let count = decoder.u32(), i = 0; i < count; i++) {
+    if (i > 0 && i % MUTATIONS_PER_PIECE === 0) yield;
     const type = decoder.u8();
     switch (type) {
       case MutationType.set: {
         const family = decoder.string();
         const column = decoder.bytes();
         const value = decoder.bytes();
-        mutations.push({ type: 'set', family, column, value, timestampMicros: decoder.i64() });
+        out.push({ type: 'set', family, column, value, timestampMicros: decoder.i64() });
         break;
       }
       case MutationType.deleteColumn: {
         const family = decoder.string();
-        mutations.push({ type: 'deleteColumn', family, column: decoder.bytes() });
+        out.push({ type: 'deleteColumn', family, column: decoder.bytes() });
         break;
       }
       case MutationType.deleteFamily:
-        mutations.push({ type: 'deleteFamily', family: decoder.string() });
+        out.push({ type: 'deleteFamily', family: decoder.string() });
         break;
       case MutationType.deleteRow:
-        mutations.push({ type: 'deleteRow' });
+        out.push({ type: 'deleteRow' });
         break;
       default:
         throw new Error(`unknown mutation type ${type} in a stored change`);
     }
   }
-  return mutations;
 }

@@ -17,7 +17,6 @@ import type {
   ScanRequest,
   TableRef,
   TableSchema,
-  Change,
   ChangeEvent,
   ChangeStart,
   FeedOptions,
@@ -315,7 +314,18 @@ export class EmbeddedStore implements DataStore {
         if (signal.aborted) return;
         throw error;
       }
-      for (const { change, seq: at } of batch.changes) yield { type: 'change', change, position: formatPosition(at) };
+      for (const { key, commitMicros, mutations: stored, seq: at } of batch.changes) {
+        const mutations: Mutation[] = [];
+        try {
+          for (const piece of decodeChangeMutations(stored, mutations)) {
+            void piece;
+            await new Promise((resolve) => setImmediate(resolve));
+          }
+        } catch (error) {
+          throw new StoreError('INTERNAL', `cannot decode change ${at}: ${(error as Error).message}`, { cause: error });
+        }
+        yield { type: 'change', change: { key, commitMicros, mutations }, position: formatPosition(at) };
+      }
       seq = batch.through;
       if (!batch.complete) continue;
       // Every change committed before the deletion has been yielded.
@@ -536,26 +546,25 @@ function waitForWrite(followed: FollowedTable, ms: number, signal: AbortSignal):
   });
 }
 
-/** One answer to a feed's read (Reader.changes). */
+/** One answer to a feed's read (Reader.changes); each change's mutations still encoded. */
 interface ChangeBatch {
   readonly present: boolean;
   readonly complete: boolean;
   readonly through: bigint;
-  readonly changes: ReadonlyArray<{ readonly change: Change; readonly seq: bigint }>;
+  readonly changes: ReadonlyArray<{ readonly seq: bigint; readonly key: Buffer; readonly commitMicros: bigint; readonly mutations: Buffer }>;
 }
 
 function decodeChangeBatch(decoder: Decoder): ChangeBatch {
   const present = decoder.u8() === 1;
   const complete = decoder.u8() === 1;
   const through = decoder.i64();
-  const changes: Array<{ change: Change; seq: bigint }> = [];
+  const changes: Array<ChangeBatch['changes'][number]> = [];
   for (let count = decoder.u32(), i = 0; i < count; i++) {
     const seq = decoder.i64();
     const commitMicros = decoder.i64();
     // Copied out of the message, so that a change kept by the caller does not hold all of it.
     const key = Buffer.from(decoder.bytes());
-    const mutations = decodeChangeMutations(decoder.bytes());
-    changes.push({ seq, change: { key, commitMicros, mutations } });
+    changes.push({ seq, key, commitMicros, mutations: decoder.bytes() });
   }
   return { present, complete, through, changes };
 }
