@@ -66,6 +66,11 @@ const MUTATIONS_PER_PIECE = 2048;
 const OPEN_TIMEOUT_MS = 60_000;
 /** How long close() waits for the threads to finish what they were given. */
 const CLOSE_TIMEOUT_MS = 60_000;
+/**
+ * An idle feed reads again, and yields progress, this long after its last event: early enough
+ * that the read before it fits within FEED_PROGRESS_MS.
+ */
+const PROGRESS_DUE_MS = FEED_PROGRESS_MS - 200;
 /** How long one read of a feed (its start, or the changes after a position) may take. */
 const FEED_READ_TIMEOUT_MS = 30_000;
 
@@ -300,6 +305,7 @@ export class EmbeddedStore implements DataStore {
     const call = () => ({ deadline: Date.now() + FEED_READ_TIMEOUT_MS, signal });
     let seq = from;
     yield { type: 'progress', position: formatPosition(seq) };
+    let lastEvent = Date.now();
     for (;;) {
       const settledBefore = followed.settled;
       let batch: ChangeBatch;
@@ -325,15 +331,20 @@ export class EmbeddedStore implements DataStore {
           throw new StoreError('INTERNAL', `cannot decode change ${at}: ${(error as Error).message}`, { cause: error });
         }
         yield { type: 'change', change: { key, commitMicros, mutations }, position: formatPosition(at) };
+        lastEvent = Date.now();
       }
       seq = batch.through;
       if (!batch.complete) continue;
       // Every change committed before the deletion has been yielded.
       if (!batch.present) throw new StoreError('NOT_FOUND', `table ${ref.instance}/${ref.table} was deleted`, { resource: 'table', name: ref.table });
+      // Due by the clock, not by a quiet wait: writes that fail wake the feed too, with no change.
+      if (Date.now() - lastEvent >= PROGRESS_DUE_MS) {
+        yield { type: 'progress', position: formatPosition(seq) };
+        lastEvent = Date.now();
+      }
       if (batch.changes.length > 0 || settledBefore !== followed.settled) continue;
-      const woken = await waitForWrite(followed, FEED_PROGRESS_MS, signal);
+      await waitForWrite(followed, lastEvent + PROGRESS_DUE_MS - Date.now(), signal);
       if (signal.aborted) return;
-      if (!woken) yield { type: 'progress', position: formatPosition(seq) };
     }
   }
 
@@ -527,6 +538,7 @@ function wake(followed: FollowedTable): void {
 
 /** Resolves true when a write to the table settles, false after `ms` or once `signal` is aborted. */
 function waitForWrite(followed: FollowedTable, ms: number, signal: AbortSignal): Promise<boolean> {
+  if (ms <= 0) return Promise.resolve(false);
   return new Promise((resolve) => {
     const finish = (woken: boolean) => {
       clearTimeout(timer);

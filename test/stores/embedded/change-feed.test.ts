@@ -8,7 +8,7 @@ import { expect } from 'chai';
 import { DATABASE_FILE, EmbeddedStore } from '../../../src/store/embedded/embedded-store.ts';
 import { Writer } from '../../../src/store/embedded/writer.ts';
 import { isStoreError } from '../../../src/store/errors.ts';
-import type { ChangeEvent, ChangeStart, Mutation, TableRef } from '../../../src/store/store.ts';
+import { type ChangeEvent, type ChangeStart, FEED_PROGRESS_MS, type Mutation, type TableRef } from '../../../src/store/store.ts';
 
 const run = promisify(execFile);
 
@@ -138,6 +138,28 @@ describe('embedded store: the change feed', () => {
       latencies.push(performance.now() - started);
     }
     expect(Math.max(...latencies), `ms from write to change: ${latencies.map((ms) => ms.toFixed(1)).join(', ')}`).to.be.lessThan(500);
+  });
+
+  it('yields progress within FEED_PROGRESS_MS while writes that fail, or go to other tables, keep coming', async function () {
+    this.timeout(30_000);
+    const other = { instance: 'local', table: 'other' };
+    await store.createTable(other, [{ name: 'a' }], options());
+    const feed = follow({ type: 'now' });
+    await feed.until(() => feed.events.length > 0);
+    const started = Date.now();
+    let writing = true;
+    const writes = (async () => {
+      while (writing) {
+        await store.mutateRow(ref, Buffer.from('k'), [set('nope', 'x', '1', 1000n)], options()).catch(() => {});
+        await store.mutateRow(other, Buffer.from('k'), [set('a', 'x', '1', 1000n)], options());
+      }
+    })();
+    await feed.until(() => feed.events.length >= 3, 15_000);
+    writing = false;
+    await writes;
+    const elapsed = Date.now() - started;
+    expect(feed.changes).to.deep.equal([]);
+    expect(elapsed, 'ms for two progress events').to.be.lessThan(2 * FEED_PROGRESS_MS + 1000);
   });
 
   it('ends the feed of a deleted table with NOT_FOUND; one of the table created again sees only its changes', async () => {
