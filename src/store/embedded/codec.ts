@@ -78,6 +78,14 @@ export class Encoder {
     for (const dropped of this.#attachments.splice(attachments)) this.#attachedBytes -= dropped.byteLength;
   }
 
+  /**
+   * A view of the bytes written so far, valid until the next write or truncate: for a caller that
+   * copies them at once (SQLite copies a bound BLOB) and reuses the encoder.
+   */
+  written(): Uint8Array {
+    return this.#bytes.subarray(0, this.#length);
+  }
+
   f64(value: number): void {
     this.#reserve(8);
     this.#view.setFloat64(this.#length, value, true);

@@ -2,7 +2,7 @@ import { mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import type { ResourceLimits } from 'node:worker_threads';
-import { StoreError, callerGone, failing, unimplemented } from '../errors.ts';
+import { StoreError, callerGone, failing } from '../errors.ts';
 import type {
   CallOptions,
   Cell,
@@ -18,11 +18,15 @@ import type {
   TableRef,
   TableSchema,
   ChangeEvent,
+  ChangeStart,
+  FeedOptions,
 } from '../store.ts';
+import { FEED_PROGRESS_MS } from '../store.ts';
+import { decodeChangeMutations, formatPosition, invalidPosition, parsePosition } from './changes.ts';
 import { COPY_PIECE_BYTES, type Decoder, type Encoder } from './codec.ts';
 import { EMBEDDED_CAPABILITIES, EMBEDDED_LIMITS } from './limits.ts';
 import { ProcessLock } from './process-lock.ts';
-import { CANCEL_SLOTS, ConditionType, Kind, MutationType, RuleType, ScanFlag, decodeError, decodePolicyBound, encodePolicyBound } from './protocol.ts';
+import { CANCEL_SLOTS, ConditionType, Kind, MutationType, RuleType, ScanFlag, StartType, decodeError, decodePolicyBound, encodePolicyBound } from './protocol.ts';
 import { migrate } from './schema.ts';
 import { encodeSelection } from './selection.ts';
 import { SQLITE_BUSY, SQLITE_LOCKED, sqliteCode } from './sqlite-errors.ts';
@@ -62,6 +66,13 @@ const MUTATIONS_PER_PIECE = 2048;
 const OPEN_TIMEOUT_MS = 60_000;
 /** How long close() waits for the threads to finish what they were given. */
 const CLOSE_TIMEOUT_MS = 60_000;
+/**
+ * An idle feed reads again, and yields progress, this long after its last event: early enough
+ * that the read before it fits within FEED_PROGRESS_MS.
+ */
+const PROGRESS_DUE_MS = FEED_PROGRESS_MS - 200;
+/** How long one read of a feed (its start, or the changes after a position) may take. */
+const FEED_READ_TIMEOUT_MS = 30_000;
 
 /**
  * EmbeddedStore is the DataStore in a SQLite database (node:sqlite) in one local directory: no
@@ -83,6 +94,8 @@ export class EmbeddedStore implements DataStore {
   readonly #writer: ThreadClient;
   readonly #readers: readonly ThreadClient[];
   #closed: Promise<void> | undefined;
+  /** The tables followed by a feed, by `instance/table`: what wakes their feeds. */
+  readonly #followed = new Map<string, FollowedTable>();
 
   /**
    * open opens (creating or migrating if needed) the store in `dataDir` and resolves once its
@@ -126,7 +139,7 @@ export class EmbeddedStore implements DataStore {
   }
 
   createTable(ref: TableRef, families: readonly FamilySpec[], options: CallOptions): Promise<void> {
-    return this.#write(Kind.createTable, options, NO_ANSWER, (encoder) => {
+    return this.#write(ref, Kind.createTable, options, NO_ANSWER, (encoder) => {
       encoder.string(ref.instance);
       encoder.string(ref.table);
       encoder.u32(families.length);
@@ -171,7 +184,7 @@ export class EmbeddedStore implements DataStore {
   }
 
   deleteTable(ref: TableRef, options: CallOptions): Promise<void> {
-    return this.#write(Kind.deleteTable, options, NO_ANSWER, (encoder) => {
+    return this.#write(ref, Kind.deleteTable, options, NO_ANSWER, (encoder) => {
       encoder.string(ref.instance);
       encoder.string(ref.table);
     });
@@ -221,7 +234,7 @@ export class EmbeddedStore implements DataStore {
       check.mutations.some(tallSet) ||
       check.otherwise.some(tallSet) ||
       check.conditions.some((condition) => condition.type === 'columnEquals' && condition.value.byteLength > COPY_PIECE_BYTES);
-    return this.#writeEncoded(Kind.checkAndMutate, options, { done: (decoder) => decoder.u8() === 1 }, large, (encoder) => encodeCheck(encoder, ref, key, check));
+    return this.#writeEncoded(ref, Kind.checkAndMutate, options, { done: (decoder) => decoder.u8() === 1 }, large, (encoder) => encodeCheck(encoder, ref, key, check));
   }
 
   /** The writer thread reads, computes and writes the new versions in one SQLite transaction (see Writer). */
@@ -239,11 +252,115 @@ export class EmbeddedStore implements DataStore {
       },
     };
     const large = rules.length > MUTATIONS_PER_PIECE || rules.some((rule) => rule.type === 'append' && rule.value.byteLength > COPY_PIECE_BYTES);
-    return this.#writeEncoded(Kind.readModifyWrite, options, reader, large, (encoder) => encodeRules(encoder, ref, key, rules));
+    return this.#writeEncoded(ref, Kind.readModifyWrite, options, reader, large, (encoder) => encodeRules(encoder, ref, key, rules));
   }
 
-  readChanges(): AsyncIterable<ChangeEvent> {
-    return failing(unimplemented('changeFeed'));
+  /**
+   * A feed reads the changes table on a reader thread: first where it starts, then the changes
+   * after its position, again whenever a write of this store settles (the data directory is
+   * locked to this process, so every write goes through it) and at least every FEED_PROGRESS_MS.
+   * Between reads it holds nothing but a timer and a listener.
+   */
+  readChanges(ref: TableRef, start: ChangeStart, options: FeedOptions): AsyncIterable<ChangeEvent> {
+    if (this.#closed !== undefined) return failing(closedError());
+    if (start.type === 'after') {
+      try {
+        parsePosition(start.position);
+      } catch {
+        return failing(invalidPosition(start.position));
+      }
+    }
+    return this.#follow(ref, start, options.signal);
+  }
+
+  async *#follow(ref: TableRef, start: ChangeStart, signal: AbortSignal): AsyncGenerator<ChangeEvent> {
+    const call = () => ({ deadline: Date.now() + FEED_READ_TIMEOUT_MS, signal });
+    let begun: { tableId: number; seq: bigint };
+    try {
+      begun = await this.#read(Kind.changeStart, call(), { done: (decoder) => ({ tableId: decoder.u32(), seq: decoder.i64() }) }, (encoder) => {
+        encoder.string(ref.instance);
+        encoder.string(ref.table);
+        encoder.u8(StartType[start.type]);
+        encoder.i64(start.type === 'since' ? start.sinceMicros : start.type === 'after' ? parsePosition(start.position) : 0n);
+      });
+    } catch (error) {
+      if (signal.aborted) return;
+      throw error;
+    }
+    const name = `${ref.instance}/${ref.table}`;
+    let followed = this.#followed.get(name);
+    if (followed === undefined) {
+      followed = { feeds: 0, settled: 0, waiters: new Set() };
+      this.#followed.set(name, followed);
+    }
+    followed.feeds++;
+    try {
+      yield* this.#changesAfter(ref, begun.tableId, begun.seq, followed, signal);
+    } finally {
+      if (--followed.feeds === 0) this.#followed.delete(name);
+    }
+  }
+
+  async *#changesAfter(ref: TableRef, tableId: number, from: bigint, followed: FollowedTable, signal: AbortSignal): AsyncGenerator<ChangeEvent> {
+    const call = () => ({ deadline: Date.now() + FEED_READ_TIMEOUT_MS, signal });
+    let seq = from;
+    yield { type: 'progress', position: formatPosition(seq) };
+    let lastEvent = Date.now();
+    for (;;) {
+      const settledBefore = followed.settled;
+      let batch: ChangeBatch;
+      try {
+        batch = await this.#read(Kind.changes, call(), { done: (decoder) => decodeChangeBatch(decoder) }, (encoder) => {
+          encoder.string(ref.instance);
+          encoder.string(ref.table);
+          encoder.u32(tableId);
+          encoder.i64(seq);
+        });
+      } catch (error) {
+        if (signal.aborted) return;
+        throw error;
+      }
+      for (const { key, commitMicros, mutations: stored, seq: at } of batch.changes) {
+        const mutations: Mutation[] = [];
+        try {
+          for (const piece of decodeChangeMutations(stored, mutations)) {
+            void piece;
+            await new Promise((resolve) => setImmediate(resolve));
+          }
+        } catch (error) {
+          throw new StoreError('INTERNAL', `cannot decode change ${at}: ${(error as Error).message}`, { cause: error });
+        }
+        yield { type: 'change', change: { key, commitMicros, mutations }, position: formatPosition(at) };
+        lastEvent = Date.now();
+      }
+      seq = batch.through;
+      if (!batch.complete) continue;
+      // Every change committed before the deletion has been yielded.
+      if (!batch.present) throw new StoreError('NOT_FOUND', `table ${ref.instance}/${ref.table} was deleted`, { resource: 'table', name: ref.table });
+      // Due by the clock, not by a quiet wait: writes that fail wake the feed too, with no change.
+      if (Date.now() - lastEvent >= PROGRESS_DUE_MS) {
+        yield { type: 'progress', position: formatPosition(seq) };
+        lastEvent = Date.now();
+      }
+      if (batch.changes.length > 0 || settledBefore !== followed.settled) continue;
+      await waitForWrite(followed, lastEvent + PROGRESS_DUE_MS - Date.now(), signal);
+      if (signal.aborted) return;
+    }
+  }
+
+  /**
+   * Wakes the feeds of the table when `written` settles (committed, failed, or given up on: one
+   * read too many is cheap, a missed wake-up would cost a feed FEED_PROGRESS_MS); returns it.
+   */
+  #noticed<T>(ref: TableRef, written: Promise<T>): Promise<T> {
+    const settled = () => {
+      const followed = this.#followed.get(`${ref.instance}/${ref.table}`);
+      if (followed === undefined) return;
+      followed.settled++;
+      wake(followed);
+    };
+    written.then(settled, settled);
+    return written;
   }
 
   async checkHealth(options: CallOptions): Promise<void> {
@@ -256,6 +373,8 @@ export class EmbeddedStore implements DataStore {
   close(): Promise<void> {
     this.#closed ??= (async () => {
       const deadline = Date.now() + CLOSE_TIMEOUT_MS;
+      // Feeds waiting read again, and end: the store is closed.
+      for (const followed of this.#followed.values()) wake(followed);
       try {
         await Promise.allSettled([this.#writer, ...this.#readers].map((thread) => thread.close(deadline)));
       } finally {
@@ -306,7 +425,7 @@ export class EmbeddedStore implements DataStore {
     let mutations = 0;
     for (const entry of entries) mutations += entry.mutations.length;
     const large = mutations > MUTATIONS_PER_PIECE || entries.some((entry) => entry.mutations.some(tallSet));
-    return this.#writeEncoded(Kind.mutate, options, reader, large, (encoder) => encodeMutations(encoder, ref, entries));
+    return this.#writeEncoded(ref, Kind.mutate, options, reader, large, (encoder) => encodeMutations(encoder, ref, entries));
   }
 
   /**
@@ -314,14 +433,17 @@ export class EmbeddedStore implements DataStore {
    * than MUTATIONS_PER_PIECE mutations or rules, or a tall value), in a message of its own, a piece
    * per turn (ThreadClient.requestLarge), a tall value being copied into it a piece per turn too.
    */
-  #writeEncoded<T>(kind: number, options: CallOptions, reader: AnswerReader<T>, large: boolean, encode: (encoder: Encoder) => Generator<void>): Promise<T> {
+  #writeEncoded<T>(ref: TableRef, kind: number, options: CallOptions, reader: AnswerReader<T>, large: boolean, encode: (encoder: Encoder) => Generator<void>): Promise<T> {
     if (this.#closed !== undefined) return Promise.reject(closedError());
     if (!large) {
-      return this.#writer.request(kind, options.deadline, (encoder) => {
-        for (const piece of encode(encoder)) void piece;
-      }, reader, options.signal);
+      return this.#noticed(
+        ref,
+        this.#writer.request(kind, options.deadline, (encoder) => {
+          for (const piece of encode(encoder)) void piece;
+        }, reader, options.signal),
+      );
     }
-    return this.#writer.requestLarge(kind, options.deadline, encode, reader, options.signal);
+    return this.#noticed(ref, this.#writer.requestLarge(kind, options.deadline, encode, reader, options.signal));
   }
 
   #scanChunk(ref: TableRef, scan: ScanRequest, tableId: number, after: Buffer | undefined, limit: number, options: CallOptions) {
@@ -384,9 +506,9 @@ export class EmbeddedStore implements DataStore {
     return { result: settled, abandon: () => controller.abort() };
   }
 
-  #write<T>(kind: number, options: CallOptions, reader: AnswerReader<T>, write: (encoder: Encoder) => void): Promise<T> {
+  #write<T>(ref: TableRef, kind: number, options: CallOptions, reader: AnswerReader<T>, write: (encoder: Encoder) => void): Promise<T> {
     if (this.#closed !== undefined) return Promise.reject(closedError());
-    return this.#writer.request(kind, options.deadline, write, reader, options.signal);
+    return this.#noticed(ref, this.#writer.request(kind, options.deadline, write, reader, options.signal));
   }
 
   #read<T>(kind: number, options: CallOptions, reader: AnswerReader<T>, write: (encoder: Encoder) => void): Promise<T> {
@@ -398,6 +520,65 @@ export class EmbeddedStore implements DataStore {
     return thread.request(kind, options.deadline, write, reader, options.signal);
   }
 
+}
+
+/**
+ * A table some feed follows: its write calls settled so far (a feed that read before the count
+ * moved reads again at once), and the feeds waiting for the next one.
+ */
+interface FollowedTable {
+  feeds: number;
+  settled: number;
+  readonly waiters: Set<() => void>;
+}
+
+function wake(followed: FollowedTable): void {
+  for (const waiter of [...followed.waiters]) waiter();
+}
+
+/** Resolves true when a write to the table settles, false after `ms` or once `signal` is aborted. */
+function waitForWrite(followed: FollowedTable, ms: number, signal: AbortSignal): Promise<boolean> {
+  if (ms <= 0) return Promise.resolve(false);
+  return new Promise((resolve) => {
+    const finish = (woken: boolean) => {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', onAbort);
+      followed.waiters.delete(onWrite);
+      resolve(woken);
+    };
+    const onWrite = () => finish(true);
+    const onAbort = () => finish(false);
+    const timer = setTimeout(() => finish(false), ms);
+    if (signal.aborted) {
+      finish(false);
+      return;
+    }
+    signal.addEventListener('abort', onAbort, { once: true });
+    followed.waiters.add(onWrite);
+  });
+}
+
+/** One answer to a feed's read (Reader.changes); each change's mutations still encoded. */
+interface ChangeBatch {
+  readonly present: boolean;
+  readonly complete: boolean;
+  readonly through: bigint;
+  readonly changes: ReadonlyArray<{ readonly seq: bigint; readonly key: Buffer; readonly commitMicros: bigint; readonly mutations: Buffer }>;
+}
+
+function decodeChangeBatch(decoder: Decoder): ChangeBatch {
+  const present = decoder.u8() === 1;
+  const complete = decoder.u8() === 1;
+  const through = decoder.i64();
+  const changes: Array<ChangeBatch['changes'][number]> = [];
+  for (let count = decoder.u32(), i = 0; i < count; i++) {
+    const seq = decoder.i64();
+    const commitMicros = decoder.i64();
+    // Copied out of the message, so that a change kept by the caller does not hold all of it.
+    const key = Buffer.from(decoder.bytes());
+    changes.push({ seq, key, commitMicros, mutations: decoder.bytes() });
+  }
+  return { present, complete, through, changes };
 }
 
 function closedError(): StoreError {

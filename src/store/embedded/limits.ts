@@ -9,7 +9,7 @@ export const EMBEDDED_CAPABILITIES: StoreCapabilities = Object.freeze({
   reverseScan: true,
   checkAndMutate: true,
   readModifyWrite: true,
-  changeFeed: false,
+  changeFeed: true,
 });
 
 /**
@@ -34,5 +34,9 @@ export const EMBEDDED_LIMITS: StoreLimits = Object.freeze({
   // valid here is valid on the others.
   conditionsPerCheck: 16,
   rulesPerRow: 1000,
+  // A day of changes, on disk: each row write is kept a second time (its key and mutations) in
+  // the changes table for this long, so the database grows by a day of writes, not more; the
+  // writer trims what is older between batches. Longer would suit a feed reader offline for a
+  // weekend, at the cost of that much more disk for a busy store.
   changeRetentionSeconds: 86_400,
 });

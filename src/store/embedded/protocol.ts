@@ -24,6 +24,8 @@ export const Kind = {
   scan: 9,
   checkAndMutate: 10,
   readModifyWrite: 11,
+  changeStart: 12,
+  changes: 13,
 } as const;
 export type Kind = (typeof Kind)[keyof typeof Kind];
 
@@ -41,6 +43,9 @@ export const MutationType = { set: 1, deleteColumn: 2, deleteFamily: 3, deleteRo
 export const ConditionType = { rowExists: 1, familyExists: 2, columnExists: 3, columnEquals: 4 } as const;
 
 export const RuleType = { increment: 1, append: 2 } as const;
+
+/** How a change feed starts (Kind.changeStart). */
+export const StartType = { now: 0, since: 1, after: 2 } as const;
 
 /** Absent selection: every column. */
 export const ALL_COLUMNS = 0xffff_ffff;

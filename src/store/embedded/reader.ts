@@ -2,7 +2,9 @@ import type { DatabaseSync, StatementSync } from 'node:sqlite';
 import type { FamilyPolicy } from '../store.ts';
 import { type Answers, RowAnswer } from './answers.ts';
 import type { Decoder } from './codec.ts';
-import { Kind, ScanFlag, Status, encodePolicyBound } from './protocol.ts';
+import { StoreError } from '../errors.ts';
+import { EMBEDDED_LIMITS } from './limits.ts';
+import { Kind, ScanFlag, StartType, Status, encodePolicyBound } from './protocol.ts';
 import {
   type FamilyPolicies,
   type ReadPlan,
@@ -14,6 +16,10 @@ import {
   selectorMatches,
 } from './selection.ts';
 import { tableNotFound } from './sqlite-errors.ts';
+
+/** Most changes in one answer to a feed, and the bytes after which it answers with fewer. */
+const CHANGES_PER_ANSWER = 256;
+const CHANGE_BYTES_PER_ANSWER = 4 * 1024 * 1024;
 
 /** A scan answers after this many rows examined, even when none was selected, so reads queued behind it get their turn. */
 const ROWS_EXAMINED_PER_CHUNK = 10_000;
@@ -50,6 +56,8 @@ export class Reader {
   readonly #lastKey: StatementSync;
   readonly #keyBefore: StatementSync;
 
+  readonly #feed: Record<'lastSeq' | 'trimmedThrough' | 'tableId' | 'changesAfter' | 'changeAtOrAfter' | 'nextChange', StatementSync>;
+
   readonly #db: DatabaseSync;
   /** Tables looked up in this batch's snapshot. */
   readonly #tablesSeen = new Map<string, TableInfo>();
@@ -84,6 +92,15 @@ export class Reader {
     };
     this.#lastKey = prepare('SELECT row_key FROM cells WHERE table_id = ? ORDER BY row_key DESC LIMIT 1');
     this.#keyBefore = prepare('SELECT row_key FROM cells WHERE table_id = ? AND row_key < ? ORDER BY row_key DESC LIMIT 1');
+    this.#feed = {
+      // The last seq ever given (AUTOINCREMENT keeps it even once its change is trimmed).
+      lastSeq: prepare("SELECT seq FROM sqlite_sequence WHERE name = 'changes'"),
+      trimmedThrough: prepare('SELECT through FROM change_trim'),
+      tableId: prepare('SELECT id FROM tables WHERE instance = ? AND name = ?'),
+      changesAfter: prepare('SELECT seq, commit_us, row_key, mutations FROM changes WHERE table_id = ? AND seq > ? ORDER BY seq'),
+      changeAtOrAfter: prepare('SELECT seq, commit_us FROM changes WHERE seq >= ? ORDER BY seq LIMIT 1'),
+      nextChange: prepare('SELECT commit_us FROM changes WHERE table_id = ? AND seq > ? ORDER BY seq LIMIT 1'),
+    };
   }
 
   /**
@@ -140,9 +157,117 @@ export class Reader {
       case Kind.scan:
         this.#scan(id, decoder, answers);
         return;
+      case Kind.changeStart:
+        this.#changeStart(id, decoder, answers);
+        return;
+      case Kind.changes:
+        this.#changes(id, decoder, answers);
+        return;
       default:
         throw new Error(`unknown read request kind ${kind}`);
     }
+  }
+
+  /**
+   * Where a feed starts, as `u32 table id, i64 seq`: the last seq (now), the seq before the first
+   * change at or after a time (since), or a position checked against what this store made and
+   * still keeps (after). NOT_FOUND for a missing table; OUT_OF_RANGE for a start past the
+   * retention (trimmed, or due to be); INVALID_ARGUMENT for a seq never given.
+   */
+  #changeStart(id: number, decoder: Decoder, answers: Answers): void {
+    const instance = decoder.string();
+    const table = decoder.string();
+    const type = decoder.u8();
+    const value = decoder.i64();
+    const info = this.#lookUp(instance, table);
+    const last = this.#lastSeq();
+    const trimmed = (this.#feed.trimmedThrough.get() as unknown as [bigint])[0];
+    const cutoff = this.#now - BigInt(EMBEDDED_LIMITS.changeRetentionSeconds) * 1_000_000n;
+    let start: bigint;
+    if (type === StartType.now) {
+      start = last;
+    } else if (type === StartType.since) {
+      if (value < cutoff) throw new StoreError('OUT_OF_RANGE', 'the feed start time is older than the change retention');
+      start = this.#seqBefore(value, trimmed + 1n, last + 1n);
+    } else {
+      if (value > last) throw new StoreError('INVALID_ARGUMENT', `feed position ${value} is beyond any change this store recorded`);
+      const next = this.#feed.nextChange.get(info.id, value) as unknown as [bigint] | undefined;
+      if (value < trimmed || (next !== undefined && next[0] < cutoff)) {
+        throw new StoreError('OUT_OF_RANGE', 'the feed position is older than the change retention');
+      }
+      start = value;
+    }
+    answers.answer(id, Status.done, (encoder) => {
+      encoder.u32(info.id);
+      encoder.i64(start);
+    });
+  }
+
+  /**
+   * The seq just before the first change committed at or after `micros`, bisecting seqs in
+   * [low, high): commit times never decrease with seq (Writer), so each probe is one seek.
+   */
+  #seqBefore(micros: bigint, low: bigint, high: bigint): bigint {
+    let lo = low;
+    let hi = high;
+    while (lo < hi) {
+      const mid = lo + (hi - lo) / 2n;
+      const found = this.#feed.changeAtOrAfter.get(mid) as unknown as [bigint, bigint] | undefined;
+      if (found === undefined || found[1] >= micros) hi = mid;
+      else lo = found[0] + 1n;
+    }
+    return lo - 1n;
+  }
+
+  #lastSeq(): bigint {
+    const row = this.#feed.lastSeq.get() as unknown as [bigint] | undefined;
+    return row?.[0] ?? 0n;
+  }
+
+  /**
+   * The table's changes after a seq, as `u8 table still there, u8 complete, i64 through, u32
+   * count, (i64 seq, i64 commit_us, key, mutations)*`. `through` is the seq the feed has seen up
+   * to: the last change's when the answer is full, else the last seq given (complete). The table
+   * is there only when it has the id the feed started with: one deleted and created again is not.
+   */
+  #changes(id: number, decoder: Decoder, answers: Answers): void {
+    const instance = decoder.string();
+    const table = decoder.string();
+    const tableId = decoder.u32();
+    const after = decoder.i64();
+    const current = this.#feed.tableId.get(instance, table) as unknown as [bigint] | undefined;
+    const present = current !== undefined && Number(current[0]) === tableId;
+    const changes: Array<[bigint, bigint, Uint8Array, Uint8Array]> = [];
+    let bytes = 0;
+    let complete = true;
+    const cursor = this.#feed.changesAfter.iterate(tableId, after) as Cursor;
+    try {
+      for (let step = cursor.next(); step.done !== true; step = cursor.next()) {
+        if (changes.length >= CHANGES_PER_ANSWER || bytes >= CHANGE_BYTES_PER_ANSWER) {
+          complete = false;
+          break;
+        }
+        const change = step.value as [bigint, bigint, Uint8Array, Uint8Array];
+        changes.push(change);
+        bytes += change[2].byteLength + change[3].byteLength;
+      }
+    } finally {
+      cursor.return?.();
+    }
+    const through = complete ? this.#lastSeq() : (changes.at(-1) as [bigint, ...unknown[]])[0];
+    answers.answer(id, Status.done, (encoder) => {
+      encoder.u8(present ? 1 : 0);
+      encoder.u8(complete ? 1 : 0);
+      encoder.i64(through);
+      encoder.u32(changes.length);
+      for (const [seq, commitMicros, key, mutations] of changes) {
+        encoder.i64(seq);
+        encoder.i64(commitMicros);
+        encoder.bytes(key);
+        // A large one crosses to the main thread in its own buffer, as read from SQLite (Encoder.attach).
+        encoder.attach(mutations);
+      }
+    });
   }
 
   #readRows(id: number, decoder: Decoder, answers: Answers): void {

@@ -13,6 +13,13 @@ import type { DatabaseSync } from 'node:sqlite';
  * Version 2 gives each family its retention policy (NULL: unbounded; families of version 1 keep
  * every version, as they did) and never reuses a table's id, so that a scan resumed after the
  * table was deleted and created again notices it is not the same table.
+ *
+ * Version 3 adds the change feed: changes holds one entry per row write, inserted in the same
+ * transaction as the write, its seq (AUTOINCREMENT: never reused, even once trimmed) being the
+ * feed's position and commit order; commit_us never decreases with seq (the writer sees to it), so
+ * a start time is found by bisecting seq. change_trim remembers the highest seq trimmed, below
+ * which a position is too old. A changes entry outlives its table, so that a feed behind the
+ * deletion still yields it; it goes with age, like every other.
  */
 const MIGRATIONS: readonly string[] = [
   `CREATE TABLE tables (
@@ -48,6 +55,19 @@ const MIGRATIONS: readonly string[] = [
    ALTER TABLE families DROP COLUMN gc_rule;
    ALTER TABLE families ADD COLUMN max_versions INTEGER CHECK (max_versions >= 1);
    ALTER TABLE families ADD COLUMN max_age_seconds INTEGER CHECK (max_age_seconds >= 1);`,
+  `CREATE TABLE changes (
+     seq       INTEGER PRIMARY KEY AUTOINCREMENT,
+     table_id  INTEGER NOT NULL,
+     commit_us INTEGER NOT NULL,
+     row_key   BLOB NOT NULL,
+     mutations BLOB NOT NULL
+   );
+   CREATE INDEX changes_by_table ON changes (table_id, seq);
+   CREATE TABLE change_trim (
+     id      INTEGER PRIMARY KEY CHECK (id = 1),
+     through INTEGER NOT NULL
+   );
+   INSERT INTO change_trim (id, through) VALUES (1, 0);`,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

@@ -17,6 +17,11 @@ import { Writer } from './writer.ts';
 const WAL_SIZE_LIMIT_BYTES = 64 * 1024 * 1024;
 /** A reader posts the answers it has after this long into a batch, not only at its end. */
 const FLUSH_AFTER_MS = 2;
+/** How often the writer trims changes past the feed's retention. */
+const TRIM_EVERY_MS = 60_000;
+/** Changes trimmed in one transaction: a write arriving meanwhile waits for one such step only. */
+const TRIM_STEP_CHANGES = 1000;
+
 /** How long a connection waits for a lock held by the store's other connections (WAL recovery, checkpoints). */
 const BUSY_TIMEOUT_MS = 5000;
 
@@ -31,6 +36,27 @@ const answers = new Answers((buffer, attachments) => {
 if (role === 'writer') {
   db.exec(`PRAGMA synchronous = FULL; PRAGMA journal_size_limit = ${WAL_SIZE_LIMIT_BYTES}`);
   const writer = new Writer(db);
+  // Trimming runs between batches, a step at a time, each step its own short transaction: never
+  // inside a write's transaction, so no write pays for more than one step's wait.
+  let trimming = false;
+  const trimStep = () => {
+    if (!db.isOpen) return;
+    let more = false;
+    try {
+      more = writer.trimChanges(TRIM_STEP_CHANGES);
+    } catch {
+      // Busy (a checkpoint) or failing: the next round tries again.
+    }
+    if (more) setImmediate(trimStep).unref();
+    else trimming = false;
+  };
+  const trim = () => {
+    if (trimming) return;
+    trimming = true;
+    trimStep();
+  };
+  setInterval(trim, TRIM_EVERY_MS).unref();
+  setImmediate(trim).unref();
   port.on('message', (first: ArrayBuffer) => {
     // Everything that queued up while the last batch committed joins this one.
     const requests = requestsOf(first);

@@ -1,7 +1,8 @@
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
 import { StoreError, notACounter } from '../errors.ts';
 import type { FamilyPolicy } from '../store.ts';
-import type { Decoder, Encoder } from './codec.ts';
+import { type Decoder, Encoder } from './codec.ts';
+import { EMBEDDED_LIMITS } from './limits.ts';
 import { ConditionType, Kind, MutationType, RuleType, decodePolicyBound, encodeError } from './protocol.ts';
 import { tableNotFound, toStoreError } from './sqlite-errors.ts';
 
@@ -49,6 +50,9 @@ const NO_CUTOFF = -(2n ** 63n);
 
 const NO_RESULT = (): void => {};
 
+/** The change encoder's buffer; one grown past 16 times this (a tall write) is not kept. */
+const CHANGE_ENCODER_BYTES = 4096;
+
 /**
  * Writer runs every change of the embedded store on the one writing connection, in batches: all
  * the requests that reached the writer thread while it was busy share one transaction and so one
@@ -59,6 +63,10 @@ const NO_RESULT = (): void => {};
  * Retention is enforced here, in the same transaction as the write that makes versions surplus or
  * expired: after a row's mutations, each column they set in a family with a policy keeps only its
  * newest maxVersions versions and none older than maxAgeSeconds.
+ *
+ * Every row write (a mutateRow, each entry of a mutateRows, the branch a checkAndMutateRow
+ * applies when it has mutations, the sets of a readModifyWriteRow) records one change in the
+ * changes table, in the same savepoint: a change is there exactly when its write committed.
  *
  * Conditional mutations and read-modify-writes read the row on this connection inside the
  * request's savepoint and write in it: nothing else writes in between, so each is atomic without
@@ -83,9 +91,18 @@ export class Writer {
     | 'deleteFamilies'
     | 'deleteTable'
     | 'latest'
-    | 'familyLive',
+    | 'familyLive'
+    | 'insertChange'
+    | 'oldestChanges'
+    | 'trimChanges'
+    | 'markTrimmed',
     StatementSync
   >;
+
+  /** Encodes each change's mutations, reused (SQLite copies the BLOB it is bound to) unless a tall one grew it. */
+  #changeEncoder = new Encoder(CHANGE_ENCODER_BYTES);
+  /** The commit time of the last change recorded: the next one is never earlier. */
+  #lastChangeMicros: bigint;
 
   readonly #control: Record<'begin' | 'commit' | 'savepoint' | 'release' | 'rollback' | 'savepointEntry' | 'releaseEntry' | 'rollbackEntry', StatementSync>;
 
@@ -127,9 +144,19 @@ export class Writer {
       // Whether a family has a version at or after the cutoff in the row: then the latest version
       // of that version's column is at or after it too, so live.
       familyLive: db.prepare(`SELECT 1 FROM cells WHERE ${cell} AND family = ? AND ts >= ? LIMIT 1`),
+      insertChange: db.prepare('INSERT INTO changes (table_id, commit_us, row_key, mutations) VALUES (?, ?, ?, ?)'),
+      // The oldest changes, oldest first: commit_us never decreases with seq, so the ones to trim
+      // are a prefix of these, and finding them costs what they are, never a walk of the rest.
+      oldestChanges: db.prepare('SELECT seq, commit_us FROM changes ORDER BY seq LIMIT ?'),
+      trimChanges: db.prepare('DELETE FROM changes WHERE seq <= ?'),
+      markTrimmed: db.prepare('UPDATE change_trim SET through = max(through, ?)'),
     };
     // Timestamps up to 2^63 - 1 are read exactly.
     this.#statements.latest.setReadBigInts(true);
+    this.#statements.oldestChanges.setReadBigInts(true);
+    // The last change's (commit times follow seq): one seek, where max(commit_us) would read them all.
+    const last = db.prepare('SELECT commit_us FROM changes ORDER BY seq DESC LIMIT 1').get() as { commit_us: number } | undefined;
+    this.#lastChangeMicros = BigInt(last?.commit_us ?? 0);
     this.#loadCatalog();
   }
 
@@ -163,6 +190,34 @@ export class Writer {
       const failure = toStoreError(error, 'commit');
       return requests.map(() => ({ ok: false, error: failure }));
     }
+  }
+
+  /**
+   * Deletes up to `limit` changes committed before `now` less the retention, oldest first, in a
+   * transaction of its own; returns whether there may be more to trim. Run between batches (see
+   * sqlite-thread.ts), never inside one, so a write waits for at most one such step.
+   */
+  trimChanges(limit: number, now = nowMicros(), retentionSeconds = EMBEDDED_LIMITS.changeRetentionSeconds): boolean {
+    const cutoff = now - BigInt(retentionSeconds) * 1_000_000n;
+    const oldest = this.#statements.oldestChanges.all(limit) as Array<{ seq: bigint; commit_us: bigint }>;
+    let through: bigint | undefined;
+    let count = 0;
+    for (const change of oldest) {
+      if (change.commit_us >= cutoff) break;
+      through = change.seq;
+      count++;
+    }
+    if (through === undefined) return false;
+    this.#control.begin.run();
+    try {
+      this.#statements.trimChanges.run(through);
+      this.#statements.markTrimmed.run(through);
+      this.#control.commit.run();
+    } catch (error) {
+      if (this.#db.isTransaction) this.#db.exec('ROLLBACK');
+      throw error;
+    }
+    return count === limit;
   }
 
   #run(kind: number, decoder: Decoder): (encoder: Encoder) => void {
@@ -369,6 +424,7 @@ export class Writer {
 
   #applyRow(table: TableEntry, key: Uint8Array, mutations: readonly DecodedMutation[]): void {
     const statements = this.#statements;
+    this.#recordChange(table, key, mutations);
     // Columns set in families with a retention policy, to trim once the row's mutations are done.
     let touched: Map<string, { readonly family: string; readonly column: Uint8Array; readonly policy: FamilyPolicy }> | undefined;
     for (const mutation of mutations) {
@@ -405,6 +461,22 @@ export class Writer {
         statements.dropOlder.run(table.id, key, family, column, now - BigInt(policy.maxAgeSeconds) * 1_000_000n);
       }
     }
+  }
+
+  /**
+   * Records the row's change in the changes table, in the savepoint the mutations are applied in:
+   * it commits with them or is rolled back with them. Its commit time is the clock's, or the last
+   * change's when the clock went back, so that commit times follow seq.
+   */
+  #recordChange(table: TableEntry, key: Uint8Array, mutations: readonly DecodedMutation[]): void {
+    const now = nowMicros();
+    const commitMicros = now > this.#lastChangeMicros ? now : this.#lastChangeMicros;
+    const encoder = this.#changeEncoder;
+    encoder.truncate(0);
+    encodeChangeMutations(encoder, mutations);
+    this.#statements.insertChange.run(table.id, commitMicros, key, encoder.written());
+    if (encoder.length > CHANGE_ENCODER_BYTES * 16) this.#changeEncoder = new Encoder(CHANGE_ENCODER_BYTES);
+    this.#lastChangeMicros = commitMicros;
   }
 
   #table(instance: string, name: string): TableEntry {
@@ -490,6 +562,31 @@ function entryResults(errors: ReadonlyArray<StoreError | undefined>): (encoder: 
       }
     }
   };
+}
+
+/** A change's mutations as the changes table stores them (decodeChangeMutations, changes.ts). */
+function encodeChangeMutations(encoder: Encoder, mutations: readonly DecodedMutation[]): void {
+  encoder.u32(mutations.length);
+  for (const mutation of mutations) {
+    encoder.u8(mutation.type);
+    switch (mutation.type) {
+      case MutationType.set:
+        encoder.string(mutation.family);
+        encoder.bytes(mutation.column);
+        encoder.bytes(mutation.value);
+        encoder.i64(mutation.timestamp);
+        break;
+      case MutationType.deleteColumn:
+        encoder.string(mutation.family);
+        encoder.bytes(mutation.column);
+        break;
+      case MutationType.deleteFamily:
+        encoder.string(mutation.family);
+        break;
+      case MutationType.deleteRow:
+        break;
+    }
+  }
 }
 
 /** The first family, in mutation order, that the table does not have. */

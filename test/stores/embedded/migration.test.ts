@@ -73,4 +73,25 @@ describe('embedded store: a database of schema version 1', () => {
       families: [{ name: 'f', maxVersions: 3, maxAgeSeconds: 60 }],
     });
   });
+
+  it('gains an empty change feed that records the writes made after the migration', async () => {
+    const db = new DatabaseSync(join(dataDir, DATABASE_FILE), { readOnly: true });
+    try {
+      expect(db.prepare('SELECT count(*) AS n FROM changes').get()).to.deep.equal({ n: 0 });
+    } finally {
+      db.close();
+    }
+    const abort = new AbortController();
+    const events = store.readChanges(orders, { type: 'now' }, { signal: abort.signal })[Symbol.asyncIterator]();
+    try {
+      expect((await events.next()).value).to.deep.equal({ type: 'progress', position: 'e1.0' });
+      await store.mutateRow(orders, Buffer.from('row-1'), [{ type: 'set', family: 'meta', column: Buffer.from('by'), value: Buffer.from('user4'), timestampMicros: 4000n }], options());
+      const { value } = await events.next();
+      expect(value).to.deep.include({ type: 'change', position: 'e1.1' });
+      expect(value?.type === 'change' ? value.change.key.toString() : undefined).to.equal('row-1');
+    } finally {
+      abort.abort();
+      await events.return?.();
+    }
+  });
 });
