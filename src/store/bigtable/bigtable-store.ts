@@ -19,8 +19,11 @@ import type {
   TableRef,
   TableSchema,
   ChangeEvent,
+  ChangeStart,
+  FeedOptions,
 } from '../store.ts';
 import { type BigtableStub, type ServerStream, asIs, gaxOptions, grpcOptions, routingHeader, streamOf, unaryOf, withRetry } from './calls.ts';
+import { readChangeFeed } from './change-feed.ts';
 import { predicateOf } from './conditions.ts';
 import { gcRuleFor, policyOf } from './gc-rules.ts';
 import { grpcCode, isDeadline, isTransient, toStoreError } from './grpc-errors.ts';
@@ -68,9 +71,10 @@ const PROBE_KEY = Buffer.from([0]);
 
 /**
  * The emulator (gcloud 528) answers a reversed ReadRows with UNIMPLEMENTED "Client doesn't
- * support reverse scans yet"; production Bigtable serves them.
+ * support reverse scans yet", and does not serve change streams (it crashes on
+ * GenerateInitialChangeStreamPartitions); production Bigtable serves both.
  */
-const EMULATOR_CAPABILITIES: StoreCapabilities = Object.freeze({ ...BIGTABLE_CAPABILITIES, reverseScan: false });
+const EMULATOR_CAPABILITIES: StoreCapabilities = Object.freeze({ ...BIGTABLE_CAPABILITIES, reverseScan: false, changeFeed: false });
 
 /**
  * BigtableStore is the DataStore on Cloud Bigtable. It uses the client library's generated
@@ -101,6 +105,8 @@ export class BigtableStore implements DataStore {
    * values the increments would find are checked first (see readModifyWriteRow).
    */
   readonly #rulesApplyOneByOne: boolean;
+  /** Tables are created with a change stream, kept for the published retention; not on the emulator. */
+  readonly #changeStream: boolean;
   #stubReady: Promise<BigtableStub> | undefined;
 
   constructor(options: BigtableStoreOptions) {
@@ -109,6 +115,7 @@ export class BigtableStore implements DataStore {
     this.#schemas = new SchemaCache(options.schemaCacheTtlMs ?? 10 * 60_000);
     this.capabilities = options.emulatorHost === undefined ? BIGTABLE_CAPABILITIES : EMULATOR_CAPABILITIES;
     this.#rulesApplyOneByOne = options.emulatorHost !== undefined;
+    this.#changeStream = this.capabilities.changeFeed;
 
     // The Bigtable class only computes the clients' settings here (endpoint, channel pool, scopes).
     const clientOptions: BigtableOptions & Record<`grpc.${string}`, unknown> = {
@@ -133,9 +140,10 @@ export class BigtableStore implements DataStore {
 
   async createTable(ref: TableRef, specs: readonly FamilySpec[], options: CallOptions): Promise<void> {
     const columnFamilies = Object.fromEntries(specs.map((family) => [family.name, { gcRule: gcRuleFor(family) ?? null }]));
+    const changeStreamConfig = this.#changeStream ? { changeStreamConfig: { retentionPeriod: { seconds: this.limits.changeRetentionSeconds } } } : {};
     try {
       // Not retried: after a lost answer a retry would report ALREADY_EXISTS for our own table.
-      await this.#admin.createTable({ parent: this.#instanceName(ref.instance), tableId: ref.table, table: { columnFamilies } }, gaxOptions(options));
+      await this.#admin.createTable({ parent: this.#instanceName(ref.instance), tableId: ref.table, table: { columnFamilies, ...changeStreamConfig } }, gaxOptions(options));
     } catch (error) {
       throw toStoreError(error, 'createTable', { resource: 'table', name: ref.table });
     }
@@ -359,8 +367,20 @@ export class BigtableStore implements DataStore {
     return modifiedRow(key, response?.row);
   }
 
-  readChanges(): AsyncIterable<ChangeEvent> {
-    return failing(unimplemented('changeFeed'));
+  /**
+   * readChanges reads the table's change stream (change-feed.ts), which createTable enables. On
+   * the emulator, which does not serve the change stream RPCs, it fails with UNIMPLEMENTED.
+   */
+  readChanges(ref: TableRef, start: ChangeStart, options: FeedOptions): AsyncIterable<ChangeEvent> {
+    if (!this.capabilities.changeFeed) return failing(unimplemented('changeFeed'));
+    return readChangeFeed({
+      stub: this.#stub(),
+      tableName: this.#tableName(ref),
+      table: ref.table,
+      start,
+      signal: options.signal,
+      retentionSeconds: this.limits.changeRetentionSeconds,
+    });
   }
 
   async checkHealth(options: CallOptions): Promise<void> {
