@@ -72,7 +72,8 @@ export async function* readChangeFeed(request: ChangeFeedRequest): AsyncGenerato
     initial = decodePosition(start.position, hash);
     if (stateMicros(initial) < oldest) throw new StoreError('OUT_OF_RANGE', 'bigtable change feed: the position is older than the change stream retention');
   } else {
-    const since = start.type === 'now' ? BigInt(Date.now()) * 1000n : start.sinceMicros;
+    // In microseconds, as precise as commit times: a change committed earlier in the same millisecond is not after the start.
+    const since = start.type === 'now' ? BigInt(Math.floor((performance.timeOrigin + performance.now()) * 1000)) : start.sinceMicros;
     if (since < oldest) throw new StoreError('OUT_OF_RANGE', 'bigtable change feed: since is older than the change stream retention');
     initial = { h: hash, since: String(since), u: [], w: [] };
   }
