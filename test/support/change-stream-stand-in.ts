@@ -71,6 +71,7 @@ export class ChangeStreamStandIn {
   cancelled = 0;
   readonly #server = new Server();
   readonly #tables = new Map<string, Table>();
+  readonly #withoutChangeStream = new Set<string>();
   #generation = 0;
   #port = 0;
 
@@ -98,8 +99,16 @@ export class ChangeStreamStandIn {
     return this.#port;
   }
 
-  /** Creates (or, after deleteTable, creates again) a table read in partitions split at `splits`. */
-  createTable(name: string, splits: readonly Buffer[] = []): void {
+  /**
+   * Creates (or, after deleteTable, creates again) a table read in partitions split at `splits`;
+   * without a change stream, the two RPCs answer FAILED_PRECONDITION for it.
+   */
+  createTable(name: string, splits: readonly Buffer[] = [], { changeStream = true } = {}): void {
+    if (!changeStream) {
+      this.#withoutChangeStream.add(name);
+      return;
+    }
+    this.#withoutChangeStream.delete(name);
     const bounds = [Buffer.alloc(0), ...splits, Buffer.alloc(0)];
     const partitions = splits.length === 0 ? [{ start: Buffer.alloc(0), end: Buffer.alloc(0) }] : bounds.slice(1).map((end, index) => ({ start: bounds[index] as Buffer, end }));
     this.#generation += 1;
@@ -182,6 +191,10 @@ export class ChangeStreamStandIn {
   #generate(call: ServerWritableStream<Buffer, Buffer>): void {
     const { tableName } = v2.GenerateInitialChangeStreamPartitionsRequest.decode(call.request);
     const table = this.#tables.get(tableName);
+    if (this.#withoutChangeStream.has(tableName)) {
+      call.emit('error', { code: status.FAILED_PRECONDITION, details: `change stream is not enabled for table ${tableName}`, metadata: new Metadata() });
+      return;
+    }
     if (table === undefined) {
       call.emit('error', { code: status.NOT_FOUND, details: `table ${tableName} not found`, metadata: new Metadata() });
       return;

@@ -88,8 +88,11 @@ export async function* readChangeFeed(request: ChangeFeedRequest): AsyncGenerato
     for await (const response of streamOf(call, { deadline: Number.POSITIVE_INFINITY, signal })) found.push(spanOf(response.partition));
     return found;
   }).catch((error: unknown) => {
+    if (signal.aborted) return undefined;
     throw feedError(error, 'generateInitialChangeStreamPartitions', notFound);
   });
+  // Stopped before it started: nothing to release.
+  if (partitions === undefined) return;
 
   const readers = new Map<string, Reader>();
   const waiting = new Map<string, { span: KeySpan; continuations: Continuation[]; watermark: Micros }>();
@@ -287,8 +290,10 @@ export async function* readChangeFeed(request: ChangeFeedRequest): AsyncGenerato
 }
 
 /** The StoreError of a change stream call that failed for good. */
-function feedError(error: unknown, operation: string, notFound: (cause: unknown) => StoreError): StoreError {
-  if (error instanceof StoreError) return error.code === 'NOT_FOUND' ? notFound(error) : error;
+function feedError(failure: unknown, operation: string, notFound: (cause: unknown) => StoreError): StoreError {
+  // withRetry's StoreError keeps the backend's own error as its cause.
+  const error = failure instanceof StoreError && grpcCode(failure.cause) !== undefined ? failure.cause : failure;
+  if (error instanceof StoreError) return error;
   const text = `bigtable ${operation}: ${error instanceof Error ? error.message : String(error)}`;
   switch (grpcCode(error)) {
     case GrpcStatus.NOT_FOUND:

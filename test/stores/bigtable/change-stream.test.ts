@@ -3,6 +3,7 @@ import { expect } from 'chai';
 import { BigtableStore } from '../../../src/store/bigtable/bigtable-store.ts';
 import type { BigtableStub } from '../../../src/store/bigtable/calls.ts';
 import { readChangeFeed } from '../../../src/store/bigtable/change-feed.ts';
+import { encodePosition, tableHash } from '../../../src/store/bigtable/change-positions.ts';
 import { BIGTABLE_CAPABILITIES, BIGTABLE_LIMITS } from '../../../src/store/bigtable/limits.ts';
 import { StoreError } from '../../../src/store/errors.ts';
 import { type ChangeEvent, type ChangeStart, FEED_POSITION_CHARS, FEED_PROGRESS_MS, type Mutation } from '../../../src/store/store.ts';
@@ -328,10 +329,21 @@ describe('Bigtable store: the change feed on a table\'s change stream (against a
     expectCode(await follow({ type: 'after', position: 'not-a-position-of-this-store~' }).ended(), 'INVALID_ARGUMENT');
     expectCode(await follow({ type: 'after', position: 'b1.e30' }).ended(), 'INVALID_ARGUMENT');
 
+    // A position made by the store, of the right table, whose partitions were last heard of too long ago.
+    const stale = encodePosition({ h: tableHash(tableName(table)), u: [{ s: '', e: '', since: '1000', m: '1000' }], w: [] });
+    expectCode(await follow({ type: 'after', position: stale }).ended(), 'OUT_OF_RANGE');
+
     const feed = follow({ type: 'now' });
     const position = await feed.started();
     standIn.createTable(tableName('other'));
     expectCode(await follow({ type: 'after', position }, 'other').ended(), 'INVALID_ARGUMENT');
+  });
+
+  it('fails with UNIMPLEMENTED changeFeed for a table created without a change stream', async () => {
+    standIn.createTable(tableName('plain'), [], { changeStream: false });
+    const error = await follow({ type: 'now' }, 'plain').ended();
+    expectCode(error, 'UNIMPLEMENTED');
+    expect((error as StoreError).capability).to.equal('changeFeed');
   });
 
   it('publishes changeFeed on Bigtable, and not on the emulator, where readChanges fails UNIMPLEMENTED', async () => {
