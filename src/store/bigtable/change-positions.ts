@@ -1,3 +1,4 @@
+import { deflateRawSync, inflateRawSync } from 'node:zlib';
 import { StoreError } from '../errors.ts';
 import { FEED_POSITION_CHARS, type Micros } from '../store.ts';
 
@@ -40,14 +41,21 @@ export interface FeedState {
 }
 
 const PREFIX = 'b1.';
+/** Most bytes a position inflates to: far more than FEED_POSITION_CHARS of deflated JSON can honestly hold. */
+const MAX_STATE_BYTES = 1024 * 1024;
 
 /**
- * encodePosition writes a state as printable ASCII: `b1.` and the base64url of its JSON. A state
- * too large for FEED_POSITION_CHARS (a table read in many partitions) fails the feed INTERNAL
- * rather than yield a position no caller could hand back.
+ * encodePosition writes a state as printable ASCII: `b1.` and the base64url of its JSON, deflated
+ * (a token whose span is its partition's is written without the span). A state too large for
+ * FEED_POSITION_CHARS (a table read in many partitions) fails the feed INTERNAL rather than yield
+ * a position no caller could hand back.
  */
 export function encodePosition(state: FeedState): string {
-  const position = PREFIX + Buffer.from(JSON.stringify(state)).toString('base64url');
+  const compact = {
+    ...state,
+    u: state.u.map((unit) => (unit.k === undefined ? unit : { ...unit, k: unit.k.map((token) => (token.s === unit.s && token.e === unit.e ? { t: token.t } : token)) })),
+  };
+  const position = PREFIX + deflateRawSync(JSON.stringify(compact)).toString('base64url');
   if (position.length > FEED_POSITION_CHARS) {
     throw new StoreError('INTERNAL', `bigtable change feed: the position of ${state.u.length} partitions is ${position.length} characters, over ${FEED_POSITION_CHARS}`);
   }
@@ -60,7 +68,13 @@ export function decodePosition(position: string, tableHash: string): FeedState {
   if (!position.startsWith(PREFIX) || !/^[A-Za-z0-9_-]*$/.test(position.slice(PREFIX.length))) throw invalid();
   let state: unknown;
   try {
-    state = JSON.parse(Buffer.from(position.slice(PREFIX.length), 'base64url').toString('utf8'));
+    state = JSON.parse(inflateRawSync(Buffer.from(position.slice(PREFIX.length), 'base64url'), { maxOutputLength: MAX_STATE_BYTES }).toString('utf8'));
+    const units = (state as { u?: unknown }).u;
+    if (Array.isArray(units)) {
+      for (const unit of units as Array<{ s?: unknown; e?: unknown; k?: unknown }>) {
+        if (Array.isArray(unit.k)) unit.k = (unit.k as Array<Record<string, unknown>>).map((token) => ('s' in token ? token : { s: unit.s, e: unit.e, ...token }));
+      }
+    }
   } catch {
     throw invalid();
   }

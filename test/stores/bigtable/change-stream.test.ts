@@ -1,9 +1,10 @@
+import { randomBytes } from 'node:crypto';
 import { Bigtable, admin as bigtableAdmin, v2 } from '@google-cloud/bigtable';
 import { expect } from 'chai';
 import { BigtableStore } from '../../../src/store/bigtable/bigtable-store.ts';
 import type { BigtableStub } from '../../../src/store/bigtable/calls.ts';
 import { readChangeFeed } from '../../../src/store/bigtable/change-feed.ts';
-import { encodePosition, tableHash } from '../../../src/store/bigtable/change-positions.ts';
+import { decodePosition, encodePosition, tableHash } from '../../../src/store/bigtable/change-positions.ts';
 import { BIGTABLE_CAPABILITIES, BIGTABLE_LIMITS } from '../../../src/store/bigtable/limits.ts';
 import { StoreError } from '../../../src/store/errors.ts';
 import { type ChangeEvent, type ChangeStart, FEED_POSITION_CHARS, FEED_PROGRESS_MS, type Mutation } from '../../../src/store/store.ts';
@@ -337,6 +338,22 @@ describe('Bigtable store: the change feed on a table\'s change stream (against a
     const position = await feed.started();
     standIn.createTable(tableName('other'));
     expectCode(await follow({ type: 'after', position }, 'other').ended(), 'INVALID_ARGUMENT');
+  });
+
+  it('writes the tokens of 30 partitions (100 characters each) within FEED_POSITION_CHARS, and fails INTERNAL rather than make a longer position', () => {
+    const state = (partitions: number) => ({
+      h: tableHash(tableName(table)),
+      u: Array.from({ length: partitions }, (_, index) => {
+        const s = Buffer.from(`user${String(index * 1000).padStart(8, '0')}`).toString('base64url');
+        const e = Buffer.from(`user${String(index * 1000 + 1000).padStart(8, '0')}`).toString('base64url');
+        return { s, e, k: [{ s, e, t: randomBytes(75).toString('base64') }], m: String(nowMicros()) };
+      }),
+      w: [],
+    });
+    const position = encodePosition(state(30));
+    expect(position.length).to.be.at.most(FEED_POSITION_CHARS);
+    expect(decodePosition(position, tableHash(tableName(table))).u).to.have.length(30);
+    expect(() => encodePosition(state(60))).to.throw(StoreError).with.property('code', 'INTERNAL');
   });
 
   it('fails with UNIMPLEMENTED changeFeed for a table created without a change stream', async () => {
