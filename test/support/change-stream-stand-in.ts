@@ -115,6 +115,10 @@ export class ChangeStreamStandIn {
     this.#tables.set(name, { generation: this.#generation, log: [], partitions, history: new Map(partitions.map((p) => [rangeKey(p), p])), streams: new Set() });
   }
 
+  hasTable(name: string): boolean {
+    return this.#tables.has(name);
+  }
+
   /** Deletes a table: its open streams end with NOT_FOUND. */
   deleteTable(name: string): void {
     const table = this.#tables.get(name);

@@ -53,6 +53,11 @@ export interface BigtableStoreOptions {
   credentialsFile?: string;
   /** How long a table's column families and their policies are trusted without asking the backend again. */
   schemaCacheTtlMs?: number;
+  /**
+   * With emulatorHost: host:port of a server for the change stream RPCs, which the emulator does
+   * not serve (a stand-in, in tests). The store then publishes `changeFeed` and reads feeds there.
+   */
+  changeStreamHost?: string;
 }
 
 /** Cells of a row put in order in one go: about a millisecond of work. */
@@ -107,15 +112,19 @@ export class BigtableStore implements DataStore {
   readonly #rulesApplyOneByOne: boolean;
   /** Tables are created with a change stream, kept for the published retention; not on the emulator. */
   readonly #changeStream: boolean;
+  /** The client for the change stream RPCs when they are not the data client's (changeStreamHost). */
+  readonly #changeStreamData: v2.BigtableClient | undefined;
+  #changeStreamStub: Promise<BigtableStub> | undefined;
   #stubReady: Promise<BigtableStub> | undefined;
 
   constructor(options: BigtableStoreOptions) {
     this.#projectId = options.projectId;
     this.#instanceIds = options.instanceIds;
     this.#schemas = new SchemaCache(options.schemaCacheTtlMs ?? 10 * 60_000);
-    this.capabilities = options.emulatorHost === undefined ? BIGTABLE_CAPABILITIES : EMULATOR_CAPABILITIES;
+    this.capabilities =
+      options.emulatorHost === undefined ? BIGTABLE_CAPABILITIES : options.changeStreamHost === undefined ? EMULATOR_CAPABILITIES : { ...EMULATOR_CAPABILITIES, changeFeed: true };
     this.#rulesApplyOneByOne = options.emulatorHost !== undefined;
-    this.#changeStream = this.capabilities.changeFeed;
+    this.#changeStream = options.emulatorHost === undefined;
 
     // The Bigtable class only computes the clients' settings here (endpoint, channel pool, scopes).
     const clientOptions: BigtableOptions & Record<`grpc.${string}`, unknown> = {
@@ -135,6 +144,10 @@ export class BigtableStore implements DataStore {
     };
     const settings = new Bigtable(clientOptions).options;
     this.#data = new v2.BigtableClient(settings.BigtableClient);
+    if (options.emulatorHost !== undefined && options.changeStreamHost !== undefined) {
+      const standIn = new Bigtable({ ...clientOptions, apiEndpoint: options.changeStreamHost }).options;
+      this.#changeStreamData = new v2.BigtableClient(standIn.BigtableClient);
+    }
     this.#admin = new bigtableAdmin.v2.BigtableTableAdminClient(settings.BigtableTableAdminClient);
   }
 
@@ -374,7 +387,7 @@ export class BigtableStore implements DataStore {
   readChanges(ref: TableRef, start: ChangeStart, options: FeedOptions): AsyncIterable<ChangeEvent> {
     if (!this.capabilities.changeFeed) return failing(unimplemented('changeFeed'));
     return readChangeFeed({
-      stub: this.#stub(),
+      stub: this.#changeStreamData === undefined ? this.#stub() : (this.#changeStreamStub ??= this.#changeStreamData.initialize() as unknown as Promise<BigtableStub>),
       tableName: this.#tableName(ref),
       table: ref.table,
       start,
@@ -394,7 +407,7 @@ export class BigtableStore implements DataStore {
   }
 
   async close(): Promise<void> {
-    await Promise.all([this.#data.close(), this.#admin.close()]);
+    await Promise.all([this.#data.close(), this.#admin.close(), this.#changeStreamData?.close()]);
   }
 
   async *#scan(ref: TableRef, scan: ScanRequest, options: CallOptions): AsyncGenerator<Row> {
