@@ -42,7 +42,8 @@ const PATHS = [
  * every write in its change stream is Bigtable's documented behaviour, modelled here.
  */
 export class RecordingFront {
-  readonly #server = new Server();
+  // A row may be far larger than gRPC's default 4 MB message bound.
+  readonly #server = new Server(UNBOUNDED);
   readonly #upstream: Client;
   readonly #standIn: ChangeStreamStandIn;
   /** The write in flight: the next one waits for it. */
@@ -50,7 +51,7 @@ export class RecordingFront {
   #port = 0;
 
   private constructor(target: string, standIn: ChangeStreamStandIn) {
-    this.#upstream = new Client(target, credentials.createInsecure());
+    this.#upstream = new Client(target, credentials.createInsecure(), UNBOUNDED);
     this.#standIn = standIn;
   }
 
@@ -179,6 +180,8 @@ function isWrite(path: string): boolean {
 }
 
 const same = (message: Buffer) => message;
+
+const UNBOUNDED = { 'grpc.max_receive_message_length': -1, 'grpc.max_send_message_length': -1 };
 
 const SERVICE: ServiceDefinition = Object.fromEntries(
   PATHS.map((path) => [
