@@ -8,6 +8,7 @@ import type { DriverHarnessFactory } from './driver-harness.ts';
 export const DRIVER_HARNESSES: readonly DriverHarnessFactory[] = (
   await Promise.all([
     import('./harnesses/bigtable.ts'),
+    import('./harnesses/bigtable-change-stream.ts'),
     import('./harnesses/embedded.ts'),
     import('./harnesses/redis.ts'),
     import('./harnesses/spanner.ts'),

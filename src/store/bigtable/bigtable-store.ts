@@ -20,8 +20,11 @@ import type {
   TableRef,
   TableSchema,
   ChangeEvent,
+  ChangeStart,
+  FeedOptions,
 } from '../store.ts';
 import { type BigtableStub, type ServerStream, asIs, gaxOptions, grpcOptions, routingHeader, streamOf, unaryOf, withRetry } from './calls.ts';
+import { readChangeFeed } from './change-feed.ts';
 import { predicateOf } from './conditions.ts';
 import { gcRuleFor, policyOf } from './gc-rules.ts';
 import { grpcCode, isDeadline, isTransient, toStoreError } from './grpc-errors.ts';
@@ -51,6 +54,11 @@ export interface BigtableStoreOptions {
   credentialsFile?: string;
   /** How long a table's column families and their policies are trusted without asking the backend again. */
   schemaCacheTtlMs?: number;
+  /**
+   * With emulatorHost: host:port of a server for the change stream RPCs, which the emulator does
+   * not serve (a stand-in, in tests). The store then publishes `changeFeed` and reads feeds there.
+   */
+  changeStreamHost?: string;
 }
 
 /** Cells of a row put in order in one go: about a millisecond of work. */
@@ -69,9 +77,10 @@ const PROBE_KEY = Buffer.from([0]);
 
 /**
  * The emulator (gcloud 528) answers a reversed ReadRows with UNIMPLEMENTED "Client doesn't
- * support reverse scans yet"; production Bigtable serves them.
+ * support reverse scans yet", and does not serve change streams (it crashes on
+ * GenerateInitialChangeStreamPartitions); production Bigtable serves both.
  */
-const EMULATOR_CAPABILITIES: StoreCapabilities = Object.freeze({ ...BIGTABLE_CAPABILITIES, reverseScan: false });
+const EMULATOR_CAPABILITIES: StoreCapabilities = Object.freeze({ ...BIGTABLE_CAPABILITIES, reverseScan: false, changeFeed: false });
 
 /**
  * BigtableStore is the DataStore on Cloud Bigtable. It uses the client library's generated
@@ -101,13 +110,20 @@ export class BigtableStore implements DataStore {
    * values the increments would find are checked first (see readModifyWriteRow).
    */
   readonly #rulesApplyOneByOne: boolean;
+  /** Tables are created with a change stream, kept for the published retention; not on the emulator. */
+  readonly #changeStream: boolean;
+  /** The client for the change stream RPCs when they are not the data client's (changeStreamHost). */
+  readonly #changeStreamData: v2.BigtableClient | undefined;
+  #changeStreamStub: Promise<BigtableStub> | undefined;
 
   constructor(options: BigtableStoreOptions) {
     this.#projectId = options.projectId;
     this.#instanceIds = options.instanceIds;
     this.#schemas = new SchemaCache(options.schemaCacheTtlMs ?? 10 * 60_000);
-    this.capabilities = options.emulatorHost === undefined ? BIGTABLE_CAPABILITIES : EMULATOR_CAPABILITIES;
+    this.capabilities =
+      options.emulatorHost === undefined ? BIGTABLE_CAPABILITIES : options.changeStreamHost === undefined ? EMULATOR_CAPABILITIES : { ...EMULATOR_CAPABILITIES, changeFeed: true };
     this.#rulesApplyOneByOne = options.emulatorHost !== undefined;
+    this.#changeStream = options.emulatorHost === undefined;
 
     // The Bigtable class only computes the clients' settings here (endpoint, channel pool, scopes).
     const clientOptions: BigtableOptions & Record<`grpc.${string}`, unknown> = {
@@ -127,14 +143,19 @@ export class BigtableStore implements DataStore {
     };
     const settings = new Bigtable(clientOptions).options;
     this.#clients = new ClientStart('bigtable', () => startClients(settings), closeClients);
+    if (options.emulatorHost !== undefined && options.changeStreamHost !== undefined) {
+      const standIn = new Bigtable({ ...clientOptions, apiEndpoint: options.changeStreamHost }).options;
+      this.#changeStreamData = new v2.BigtableClient(standIn.BigtableClient);
+    }
   }
 
   async createTable(ref: TableRef, specs: readonly FamilySpec[], options: CallOptions): Promise<void> {
     const columnFamilies = Object.fromEntries(specs.map((family) => [family.name, { gcRule: gcRuleFor(family) ?? null }]));
+    const changeStreamConfig = this.#changeStream ? { changeStreamConfig: { retentionPeriod: { seconds: this.limits.changeRetentionSeconds } } } : {};
     try {
       // Not retried: after a lost answer a retry would report ALREADY_EXISTS for our own table.
       const { admin } = await this.#clients.clients(options);
-      await admin.createTable({ parent: this.#instanceName(ref.instance), tableId: ref.table, table: { columnFamilies } }, gaxOptions(options));
+      await admin.createTable({ parent: this.#instanceName(ref.instance), tableId: ref.table, table: { columnFamilies, ...changeStreamConfig } }, gaxOptions(options));
     } catch (error) {
       throw toStoreError(error, 'createTable', { resource: 'table', name: ref.table });
     }
@@ -359,8 +380,26 @@ export class BigtableStore implements DataStore {
     return modifiedRow(key, response?.row);
   }
 
-  readChanges(): AsyncIterable<ChangeEvent> {
-    return failing(unimplemented('changeFeed'));
+  /**
+   * readChanges reads the table's change stream (change-feed.ts), which createTable enables. On
+   * the emulator, which does not serve the change stream RPCs, it fails with UNIMPLEMENTED.
+   */
+  readChanges(ref: TableRef, start: ChangeStart, options: FeedOptions): AsyncIterable<ChangeEvent> {
+    if (!this.capabilities.changeFeed) return failing(unimplemented('changeFeed'));
+    const stub =
+      this.#changeStreamData === undefined
+        ? Promise.resolve(this.#clients.clients({ deadline: Date.now() + FEED_START_MS, signal: options.signal })).then((clients) => clients.stub)
+        : (this.#changeStreamStub ??= this.#changeStreamData.initialize() as unknown as Promise<BigtableStub>);
+    // The feed may end before it awaits the stub (a position refused): its failure is the feed's, never the process's.
+    stub.catch(() => undefined);
+    return readChangeFeed({
+      stub,
+      tableName: this.#tableName(ref),
+      table: ref.table,
+      start,
+      signal: options.signal,
+      retentionSeconds: this.limits.changeRetentionSeconds,
+    });
   }
 
   async checkHealth(options: CallOptions): Promise<void> {
@@ -374,7 +413,7 @@ export class BigtableStore implements DataStore {
   }
 
   async close(): Promise<void> {
-    await this.#clients.close();
+    await Promise.all([this.#clients.close(), this.#changeStreamData?.close()]);
   }
 
   async #pingAndWarm(instance: string, options: CallOptions): Promise<unknown> {
@@ -638,6 +677,9 @@ async function startClients(settings: ClientSettings): Promise<BigtableClients> 
 async function closeClients(clients: BigtableClients): Promise<void> {
   await Promise.all([clients.data.close(), clients.admin.close()]);
 }
+
+/** How long a feed waits for the clients to start (credentials, stubs) before it fails. */
+const FEED_START_MS = 30_000;
 
 /** A ReadRows stream that broke the protocol: a bug on one side or the other, never retried. */
 function protocolError(error: unknown): StoreError {

@@ -10,6 +10,8 @@ type ReadRowsResponse = protos.google.bigtable.v2.IReadRowsResponse;
 type MutateRowsResponse = protos.google.bigtable.v2.IMutateRowsResponse;
 type CheckAndMutateRowResponse = protos.google.bigtable.v2.ICheckAndMutateRowResponse;
 type ReadModifyWriteRowResponse = protos.google.bigtable.v2.IReadModifyWriteRowResponse;
+type GenerateInitialChangeStreamPartitionsResponse = protos.google.bigtable.v2.IGenerateInitialChangeStreamPartitionsResponse;
+type ReadChangeStreamResponse = protos.google.bigtable.v2.IReadChangeStreamResponse;
 
 // Retry backoff for transient failures, bounded by each call's deadline.
 export const RETRY_MIN_MS = 20;
@@ -39,6 +41,8 @@ export interface BigtableStub {
   readonly mutateRows: MethodCodec<object, MutateRowsResponse>;
   readonly checkAndMutateRow: MethodCodec<object, CheckAndMutateRowResponse>;
   readonly readModifyWriteRow: MethodCodec<object, ReadModifyWriteRowResponse>;
+  readonly generateInitialChangeStreamPartitions: MethodCodec<object, GenerateInitialChangeStreamPartitionsResponse>;
+  readonly readChangeStream: MethodCodec<object, ReadChangeStreamResponse>;
   makeUnaryRequest<Request, Response>(
     path: string,
     serialize: (request: Request) => Buffer,

@@ -2,14 +2,17 @@ import type { StoreCapabilities, StoreLimits } from '../store.ts';
 
 const MIB = 1024 * 1024;
 
-/** Cloud Bigtable keeps every version, honours GC rules for both bounds, and reads rows in reverse. */
+/**
+ * Cloud Bigtable keeps every version, honours GC rules for both bounds, reads rows in reverse, and
+ * keeps a change stream per table (enabled at creation).
+ */
 export const BIGTABLE_CAPABILITIES: StoreCapabilities = Object.freeze({
   multipleVersions: true,
   maxAge: true,
   reverseScan: true,
   checkAndMutate: true,
   readModifyWrite: true,
-  changeFeed: false,
+  changeFeed: true,
 });
 
 /**
@@ -51,5 +54,8 @@ export const BIGTABLE_LIMITS: StoreLimits = Object.freeze({
   // kvcrud's, within ReadModifyWriteRowRequest.rules' "at most 100000 rules": the answer holds
   // one cell per column touched, and a row's rules are applied one after another.
   rulesPerRow: 1000,
+  // The change stream's retention_period, set at table creation: Bigtable takes 1 to 7 days and
+  // bills the stream's storage like the table's. One day, Bigtable's own default: a day-old
+  // position still resumes, and the stream costs about a day of writes in storage.
   changeRetentionSeconds: 86_400,
 });
