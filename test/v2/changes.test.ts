@@ -43,7 +43,7 @@ describe('v2 change feeds', () => {
   it('streams each change committed after it starts as an SSE event, its id the cursor after it', async () => {
     await write('feed', 'before', set('a', 'not seen'));
     const stream = await follow('feed');
-    expect([stream.status, stream.contentType]).to.deep.equal([200, 'text/event-stream']);
+    expect([stream.status, stream.contentType]).to.deep.equal([200, 'text/event-stream; charset=utf-8']);
     await stream.until((client) => client.heartbeats.length > 0, 'the start');
     const start = stream.lastEventId;
     expect(start).to.match(/^[A-Za-z0-9_-]+$/);
