@@ -122,10 +122,11 @@ describe('the Helm chart alerting rules', function () {
       accessFileStale: { seconds: 900 },
       eventLoopLag: { seconds: 0.25 },
       podRestarts: { restarts: 3, window: '1h' },
+      feedLag: { for: '15m', seconds: 120 },
     };
     const rules = alertRules(await render(helm, { valuesFiles: ['ci/default-values.yaml'], set: { 'metrics.prometheusRule': { enabled: true, alerts } }, namespace: 'apps' }));
     const byName = new Map(rules.map((rule) => [rule.alert, rule]));
-    expect([...byName.keys()]).to.deep.equal(['KvcrudHighErrorRatio', 'KvcrudHighLatency', 'KvcrudRequestsShed', 'KvcrudAccessFileStale', 'KvcrudEventLoopLag', 'KvcrudPodRestarting']);
+    expect([...byName.keys()]).to.deep.equal(['KvcrudHighErrorRatio', 'KvcrudHighLatency', 'KvcrudRequestsShed', 'KvcrudAccessFileStale', 'KvcrudEventLoopLag', 'KvcrudPodRestarting', 'KvcrudFeedLag']);
     const errorRatio = byName.get('KvcrudHighErrorRatio');
     expect(errorRatio).to.deep.include({ for: '2m', labels: { severity: 'page' } });
     expect(errorRatio?.expr).to.contain(') > 0.05\nand\n').and.match(/\) > 3$/);
@@ -139,13 +140,15 @@ describe('the Helm chart alerting rules', function () {
     expect(byName.get('KvcrudEventLoopLag')?.expr).to.match(/ > 0.25$/);
     expect(byName.get('KvcrudPodRestarting')?.expr).to.match(/\[1h\]\) >= 3$/);
     expect(byName.get('KvcrudPodRestarting')?.annotations?.['description']).to.contain('in the last 1h');
+    expect(byName.get('KvcrudFeedLag')).to.deep.include({ for: '15m', labels: { severity: 'warning' } });
+    expect(byName.get('KvcrudFeedLag')?.expr).to.contain('kvcrud_feed_lag_seconds_bucket{').and.match(/ > 120$/);
   });
 
   it('check their values with values.schema.json', async () => {
     const result = await template(helm, {
       valuesFiles: ['ci/default-values.yaml'],
       set: {
-        'metrics.prometheusRule': { enabled: 'yes', runbookBaseUrl: 'docs/operations.md#top', alerts: { errorRatio: { ratio: 2, for: '10 minutes' }, latency: { seconds: 0 }, podRestarts: { restarts: 0.5 }, memory: {} } },
+        'metrics.prometheusRule': { enabled: 'yes', runbookBaseUrl: 'docs/operations.md#top', alerts: { errorRatio: { ratio: 2, for: '10 minutes' }, latency: { seconds: 0 }, podRestarts: { restarts: 0.5 }, feedLag: { seconds: -1 }, memory: {} } },
       },
     });
     expect(result.code).to.not.equal(0);
@@ -157,10 +160,18 @@ describe('the Helm chart alerting rules', function () {
       '/metrics/prometheusRule/alerts/errorRatio/for',
       '/metrics/prometheusRule/alerts/latency/seconds',
       '/metrics/prometheusRule/alerts/podRestarts/restarts',
+      '/metrics/prometheusRule/alerts/feedLag/seconds',
     ]) {
       expect(result.stderr, path).to.contain(`at '${path}'`);
     }
     expect(result.stderr).to.match(/additional properties 'memory' not allowed/);
+  });
+
+  it('leave the change feeds out of the latency alert by default: a feed lasts as long as its reader', () => {
+    const expr = alertRules(manifests).find((rule) => rule.alert === 'KvcrudHighLatency')?.expr ?? '';
+    const [, routes = ''] = /route!~`([^`]*)`/.exec(expr) ?? [];
+    expect(new RegExp(`^(?:${routes})$`).test('/v2/stores/:store/instances/:instance/tables/:table/changes'), routes).to.equal(true);
+    expect(new RegExp(`^(?:${routes})$`).test('/v2/stores/:store/instances/:instance/tables/:table/rows'), routes).to.equal(false);
   });
 
   it('leave the latency alert on every route when ignoredRoutes is empty', async () => {

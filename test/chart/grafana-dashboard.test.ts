@@ -19,6 +19,10 @@ const EXPECTED_PANELS = [
   'Store call errors by store and code',
   'Event-loop lag',
   'Heap and RSS',
+  'Open feeds',
+  'Changes delivered/s',
+  'Feed lag p50 and p99',
+  'Feeds ended by reason',
 ];
 
 /** Grafana's own variables that the queries may use. */

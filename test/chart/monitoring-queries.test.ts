@@ -67,6 +67,36 @@ function exposed(scrape: string): Map<string, Set<string>> {
   return names;
 }
 
+/**
+ * Through the v2 API as one caller, each request waiting out that caller's rate limit (one a
+ * second): creates a table, opens a change feed on it (a long poll from now), writes a row and
+ * polls the feed again for that change. The feed metrics then have samples for the store: a feed
+ * opened and ended (by its reader, CLIENT_GONE), a change delivered and its lag.
+ */
+async function followOneChange(baseUrl: string, key: string): Promise<void> {
+  const tables = `${baseUrl}/v2/stores/embedded/instances/local/tables`;
+  const call = async (method: string, url: string, body?: unknown): Promise<Response> => {
+    for (let attempt = 0; ; attempt += 1) {
+      const init: RequestInit = { method, headers: { 'x-api-key': key, ...(body === undefined ? {} : { 'content-type': 'application/json' }) } };
+      if (body !== undefined) init.body = JSON.stringify(body);
+      const response = await fetch(url, init);
+      if (response.status !== 429 || attempt === 5) return response;
+      await response.body?.cancel();
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
+    }
+  };
+  const created = await call('POST', tables, { name: 'followed', families: [{ name: 'cf' }] });
+  expect(created.status, await created.text()).to.equal(201);
+  const started = await call('GET', `${tables}/followed/changes?wait=0`);
+  expect(started.status).to.equal(200);
+  const { cursor } = (await started.json()) as { cursor: string };
+  const written = await call('POST', `${tables}/followed/rows/k1:mutate`, { mutations: [{ set: { family: 'cf', column: 'c', value: 'v' } }] });
+  expect(written.status, await written.text()).to.equal(200);
+  const polled = await call('GET', `${tables}/followed/changes?wait=10&cursor=${encodeURIComponent(cursor)}`);
+  expect(polled.status).to.equal(200);
+  expect(((await polled.json()) as { changes: unknown[] }).changes).to.have.length(1);
+}
+
 describe('the queries of the Helm chart dashboard and alerts', function () {
   this.timeout(60_000);
   let queries: Query[];
@@ -104,10 +134,19 @@ describe('the queries of the Helm chart dashboard and alerts', function () {
     const directory = mkdtempSync(join(tmpdir(), 'kvcrud-metrics-'));
 
     before(async function () {
-      // API keys (so the access-file metrics exist) and a rate limit of one request a second (so a
-      // request is shed): every kvcrud metric then has samples, and its labels can be read off them.
+      // API keys (so the access-file metrics exist), a rate limit of one request a second (so a
+      // request is shed) and a change feed that delivers a change and ends (histograms and labelled
+      // counters have samples only once observed): every kvcrud metric then has samples, and its
+      // labels can be read off them.
       const key = newApiKey();
-      writeFileSync(join(directory, 'keys.json'), keysFile([{ name: 'operator', key, role: 'admin', instances: ['*'] }]));
+      const feedKey = newApiKey();
+      writeFileSync(
+        join(directory, 'keys.json'),
+        keysFile([
+          { name: 'operator', key, role: 'admin', instances: ['*'] },
+          { name: 'follower', key: feedKey, role: 'admin', instances: ['*'] },
+        ]),
+      );
       service = await runService(
         cleanEnv({
           PORT: '0',
@@ -124,6 +163,7 @@ describe('the queries of the Helm chart dashboard and alerts', function () {
       const statuses = [];
       for (let attempt = 0; attempt < 3; attempt += 1) statuses.push((await get('/v1/local/readCellData?tableName=orders&id=a')).status);
       expect(statuses).to.include.members([404, 429]);
+      await followOneChange(service.baseUrl, feedKey);
       const scrape = await get('/metrics');
       expect(scrape.status).to.equal(200);
       metrics = exposed(await scrape.text());
