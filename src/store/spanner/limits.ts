@@ -12,7 +12,7 @@ export const SPANNER_CAPABILITIES: StoreCapabilities = Object.freeze({
   reverseScan: true,
   checkAndMutate: true,
   readModifyWrite: true,
-  changeFeed: false,
+  changeFeed: true,
 });
 
 /**
@@ -51,6 +51,9 @@ export const SPANNER_LIMITS: StoreLimits = Object.freeze({
   // are 7,000 of a commit's 80,000 mutations). The bounds are the other stores', for one meaning.
   conditionsPerCheck: 16,
   rulesPerRow: 1000,
+  // The change stream's retention_period and kvcrud_changes' row deletion policy (schema.ts): one
+  // day, Spanner's default for change streams. Spanner keeps up to 30 days, at the cost of the
+  // storage of every change (values included) for that long, twice: the stream's and the table's.
   changeRetentionSeconds: 86_400,
 });
 

@@ -1,0 +1,89 @@
+import { Spanner } from '@google-cloud/spanner';
+import type { Micros, Mutation, RowMutations } from '../store.ts';
+
+/**
+ * What a commit made of one row, as kvcrud_changes holds it (schema.ts): the mutation lists of
+ * the row's entries in the commit, in order (a mutateRows may name a key twice), as applied. JSON,
+ * with bytes as base64 and timestamps as decimal strings, so that any SQL reader can read it.
+ */
+type StoredMutation =
+  | { readonly t: 'set'; readonly f: string; readonly c: string; readonly v: string; readonly ts: string }
+  | { readonly t: 'deleteColumn'; readonly f: string; readonly c: string }
+  | { readonly t: 'deleteFamily'; readonly f: string }
+  | { readonly t: 'deleteRow' };
+
+export interface ChangeRow {
+  table_id: string;
+  row_key: Buffer;
+  committed: unknown;
+  changes: Buffer;
+}
+
+/** The kvcrud_changes rows recording `entries`, one per row key, committed with them. */
+export function changeRows(tableId: string, entries: readonly RowMutations[]): ChangeRow[] {
+  const byKey = new Map<string, { key: Buffer; lists: StoredMutation[][] }>();
+  for (const entry of entries) {
+    const id = entry.key.toString('hex');
+    let row = byKey.get(id);
+    if (row === undefined) {
+      row = { key: entry.key, lists: [] };
+      byKey.set(id, row);
+    }
+    row.lists.push(entry.mutations.map(storedMutation));
+  }
+  return [...byKey.values()].map((row) => ({ table_id: tableId, row_key: row.key, committed: Spanner.COMMIT_TIMESTAMP, changes: Buffer.from(JSON.stringify(row.lists)) }));
+}
+
+/** Bytes the change rows add to a commit. */
+export function changeRowBytes(rows: readonly ChangeRow[]): number {
+  return rows.reduce((sum, row) => sum + row.table_id.length + row.row_key.length + 12 + row.changes.length, 0);
+}
+
+function storedMutation(mutation: Mutation): StoredMutation {
+  switch (mutation.type) {
+    case 'set':
+      return { t: 'set', f: mutation.family, c: mutation.column.toString('base64'), v: mutation.value.toString('base64'), ts: mutation.timestampMicros.toString() };
+    case 'deleteColumn':
+      return { t: 'deleteColumn', f: mutation.family, c: mutation.column.toString('base64') };
+    case 'deleteFamily':
+      return { t: 'deleteFamily', f: mutation.family };
+    case 'deleteRow':
+      return { t: 'deleteRow' };
+  }
+}
+
+/** The mutation lists a kvcrud_changes row holds, or undefined when it is not one this store wrote. */
+export function parseChanges(bytes: Buffer): Mutation[][] | undefined {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(bytes.toString('utf8'));
+  } catch {
+    return undefined;
+  }
+  if (!Array.isArray(parsed)) return undefined;
+  const lists: Mutation[][] = [];
+  for (const list of parsed as unknown[]) {
+    if (!Array.isArray(list)) return undefined;
+    const mutations: Mutation[] = [];
+    for (const item of list as StoredMutation[]) {
+      switch (item.t) {
+        case 'set':
+          mutations.push({ type: 'set', family: item.f, column: Buffer.from(item.c, 'base64'), value: Buffer.from(item.v, 'base64'), timestampMicros: BigInt(item.ts) as Micros });
+          break;
+        case 'deleteColumn':
+          mutations.push({ type: 'deleteColumn', family: item.f, column: Buffer.from(item.c, 'base64') });
+          break;
+        case 'deleteFamily':
+          mutations.push({ type: 'deleteFamily', family: item.f });
+          break;
+        case 'deleteRow':
+          mutations.push({ type: 'deleteRow' });
+          break;
+        default:
+          return undefined;
+      }
+    }
+    lists.push(mutations);
+  }
+  return lists;
+}
