@@ -3,7 +3,8 @@ import { status as GrpcStatus } from '@grpc/grpc-js';
 import { StoreError } from '../errors.ts';
 import type { ChangeEvent, Mutation } from '../store.ts';
 import { FEED_PROGRESS_MS } from '../store.ts';
-import { parseChanges } from './changes.ts';
+import { type ReportedCell, readChanges } from './changes.ts';
+import { cellVersionId } from './row-writes.ts';
 import { FEED_STREAM } from './schema.ts';
 import { grpcCode, toStoreError } from './spanner-errors.ts';
 
@@ -38,8 +39,8 @@ const HEARTBEAT_MS = 500;
 interface Pending {
   readonly nanos: bigint;
   readonly key: Buffer;
-  readonly index: number;
-  readonly mutations: Mutation[];
+  /** The kvcrud_changes row's `changes` (changes.ts). */
+  readonly changes: Buffer;
 }
 
 /** One query of READ_kvcrud_feed: the initial one (no token) or one partition's. */
@@ -89,6 +90,8 @@ export async function* follow(target: FeedTarget, start: FeedPosition, signal: A
   const children = new Map<string, ChildPartition>();
   const known = new Set<string>();
   let pending: Pending[] = [];
+  /** The cells of the target table that each commit (by its timestamp) wrote, with their values. */
+  const cells = new Map<bigint, Map<string, ReportedCell>>();
   let deletedAt: bigint | undefined;
   let failure: unknown;
   let wake: (() => void) | undefined;
@@ -101,15 +104,29 @@ export async function* follow(target: FeedTarget, start: FeedPosition, signal: A
   const onRecord = (partition: Partition, token: string | null, record: StreamRecord) => {
     for (const data of record.data_change_record ?? []) {
       const nanos = timestampNanos(data.commit_timestamp);
-      if (data.table_name === 'kvcrud_changes' && data.mod_type === 'INSERT') {
+      if (data.table_name === 'kvcrud_cells' && data.mod_type !== 'DELETE') {
         for (const mod of data.mods) {
           const keys = jsonObject(mod.keys);
           if (keys['table_id'] !== target.tableId) continue;
           const values = jsonObject(mod.new_values);
-          const lists = typeof values['changes'] === 'string' ? parseChanges(Buffer.from(values['changes'], 'base64')) : undefined;
-          if (lists === undefined || typeof keys['row_key'] !== 'string') throw new StoreError('INTERNAL', 'spanner: a kvcrud_changes row this store cannot read');
-          const key = Buffer.from(keys['row_key'], 'base64');
-          lists.forEach((mutations, index) => pending.push({ nanos, key, index, mutations }));
+          if (typeof keys['row_key'] !== 'string' || typeof keys['family'] !== 'string' || typeof keys['col_hash'] !== 'string' || typeof values['col'] !== 'string' || typeof values['value'] !== 'string') {
+            throw new StoreError('INTERNAL', 'spanner: a change of kvcrud_cells this store cannot read');
+          }
+          let commit = cells.get(nanos);
+          if (commit === undefined) {
+            commit = new Map();
+            cells.set(nanos, commit);
+          }
+          const id = cellVersionId(Buffer.from(keys['row_key'], 'base64'), keys['family'], Buffer.from(keys['col_hash'], 'base64'), String(keys['ts']));
+          commit.set(id, { column: Buffer.from(values['col'], 'base64'), value: Buffer.from(values['value'], 'base64') });
+        }
+      } else if (data.table_name === 'kvcrud_changes' && data.mod_type === 'INSERT') {
+        for (const mod of data.mods) {
+          const keys = jsonObject(mod.keys);
+          if (keys['table_id'] !== target.tableId) continue;
+          const values = jsonObject(mod.new_values);
+          if (typeof values['changes'] !== 'string' || typeof keys['row_key'] !== 'string') throw new StoreError('INTERNAL', 'spanner: a kvcrud_changes row this store cannot read');
+          pending.push({ nanos, key: Buffer.from(keys['row_key'], 'base64'), changes: Buffer.from(values['changes'], 'base64') });
         }
       } else if (data.table_name === 'kvcrud_tables' && data.mod_type === 'DELETE') {
         if (data.mods.some((mod) => jsonObject(mod.keys)['name'] === target.name) && (deletedAt === undefined || nanos < deletedAt)) deletedAt = nanos;
@@ -214,10 +231,17 @@ export async function* follow(target: FeedTarget, start: FeedPosition, signal: A
       const ready = pending.filter((change) => change.nanos <= through && (deletedAt === undefined || change.nanos < deletedAt));
       if (ready.length > 0) {
         pending = pending.filter((change) => change.nanos > through);
-        ready.sort((a, b) => (a.nanos !== b.nanos ? (a.nanos < b.nanos ? -1 : 1) : Buffer.compare(a.key, b.key) || a.index - b.index));
+        ready.sort((a, b) => (a.nanos !== b.nanos ? (a.nanos < b.nanos ? -1 : 1) : Buffer.compare(a.key, b.key)));
+        const expanded = ready.flatMap((row) => {
+          const commit = cells.get(row.nanos);
+          const lists = readChanges(row.changes, (family, hash, ts) => commit?.get(cellVersionId(row.key, family, Buffer.from(hash, 'base64'), ts)));
+          if (lists === undefined) throw new StoreError('INTERNAL', 'spanner: a change whose cells the change stream did not report');
+          return lists.map((mutations) => ({ nanos: row.nanos, key: row.key, mutations }));
+        });
+        for (const at of [...cells.keys()]) if (at <= through) cells.delete(at);
         let at: bigint | undefined;
         let ordinal = 0;
-        for (const change of ready) {
+        for (const change of expanded) {
           ordinal = change.nanos === at ? ordinal + 1 : 0;
           at = change.nanos;
           // Delivered already: before the start, or at it among the first `seen`.
@@ -234,6 +258,7 @@ export async function* follow(target: FeedTarget, start: FeedPosition, signal: A
         }
         continue;
       }
+      for (const at of [...cells.keys()]) if (at <= through) cells.delete(at);
       if ((deletedAt !== undefined && through >= deletedAt) || (target.goneBy !== undefined && through >= target.goneBy)) {
         throw new StoreError('NOT_FOUND', `table ${target.name} was deleted`, { resource: 'table', name: target.name });
       }

@@ -30,12 +30,12 @@ import { Turns } from '../turns.ts';
 import { SPANNER_CAPABILITIES, SPANNER_LIMITS } from './limits.ts';
 import { type CellRow, RowAssembler, selectedFamilies } from './row-reads.ts';
 import { type StoredVersion, applyRules, checkFamilies, columnKey, columnsToCompare, conditionRanges, conditionReadLimit, conditionsHold, isLive, liveColumns, ruleColumns } from './row-checks.ts';
-import { columnId, columnsToRead, planWrites } from './row-writes.ts';
+import { checkCommit, columnId, columnsToRead, planWrites } from './row-writes.ts';
 import { ensureSchema } from './schema.ts';
 import { readVersions } from './stored-versions.ts';
 import { grpcCode, toStoreError } from './spanner-errors.ts';
 import { type FeedPosition, type FeedTarget, decodePosition, follow, timestampNanos } from './change-feed.ts';
-import { changeRows } from './changes.ts';
+import { changeRowCost, changeRows } from './changes.ts';
 import { TransactionQueue } from './transaction-queue.ts';
 
 export interface SpannerStoreOptions {
@@ -284,9 +284,11 @@ export class SpannerStore implements DataStore {
       await transaction.rollback();
       return;
     }
-    await queueWrites(transaction, writes, slices, await commitEncoder((database.parent as Instance).parent as Spanner, (why) => this.#clientUnshaped(why)));
     // The change feed's record of these writes, in the same commit (changes.ts).
-    transaction.insert('kvcrud_changes', changeRows(table.tableId, entries));
+    const changes = changeRows(table.tableId, entries, writes);
+    checkCommit(writes, changeRowCost(changes));
+    await queueWrites(transaction, writes, slices, await commitEncoder((database.parent as Instance).parent as Spanner, (why) => this.#clientUnshaped(why)));
+    transaction.insert('kvcrud_changes', changes);
     await transaction.commit({ gaxOptions: gaxOptions(options) });
   }
 

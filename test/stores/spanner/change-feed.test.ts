@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { expect } from 'chai';
 import type { Instance } from '@google-cloud/spanner';
 import { pino } from 'pino';
@@ -138,9 +139,13 @@ describe('spanner: the change feed', () => {
       ],
       call(),
     );
+    // A set whose cell the commit keeps is recorded by reference: the change stream has its value.
+    await store.mutateRow(ref, Buffer.from('r2'), [set('f', 'c', 'two', 6n)], call());
+    const [kept] = await database.run({ sql: 'SELECT changes FROM kvcrud_changes WHERE row_key = @key', params: { key: Buffer.from('r2') }, json: true });
+    expect(JSON.parse((kept[0] as { changes: Buffer }).changes.toString())).to.deep.equal([[{ t: 'cell', f: 'f', h: createHash('sha256').update('c').digest('base64'), ts: '6' }]]);
     const [rows] = await database.run({
-      sql: 'SELECT row_key, committed, changes FROM kvcrud_changes WHERE table_id = @table',
-      params: { table: catalog?.table_id },
+      sql: 'SELECT row_key, committed, changes FROM kvcrud_changes WHERE table_id = @table AND row_key = @key',
+      params: { table: catalog?.table_id, key: Buffer.from('r1') },
       json: true,
     });
     expect(rows).to.have.length(1);
@@ -160,10 +165,13 @@ describe('spanner: the change feed', () => {
       },
       { strong: true } as never,
     );
-    type Records = Array<{ ChangeRecord: Array<{ child_partitions_record: Array<{ child_partitions: Array<{ token: string }> }>; data_change_record: Array<{ table_name: string; mods: unknown[] }> }> }>;
+    type Records = Array<{
+      ChangeRecord: Array<{ child_partitions_record: Array<{ child_partitions: Array<{ token: string }> }>; data_change_record: Array<{ table_name: string; mod_type: string; mods: unknown[] }> }>;
+    }>;
     const tokens = (initial as unknown as Records).flatMap((record) => record.ChangeRecord.flatMap((change) => change.child_partitions_record.flatMap((split) => split.child_partitions.map((child) => child.token))));
     expect(tokens.length).to.be.greaterThan(0);
     const mods: unknown[] = [];
+    const cellMods: Array<{ type: string; mod: { keys: Record<string, string>; new_values: Record<string, string> } }> = [];
     for (const token of tokens) {
       const [records] = await database.run(
         {
@@ -174,14 +182,49 @@ describe('spanner: the change feed', () => {
         { strong: true } as never,
       );
       for (const record of records as unknown as Records) {
-        for (const change of record.ChangeRecord) for (const data of change.data_change_record) if (data.table_name === 'kvcrud_changes') mods.push(...data.mods);
+        for (const change of record.ChangeRecord) for (const data of change.data_change_record) {
+          if (data.table_name === 'kvcrud_changes') mods.push(...data.mods);
+          if (data.table_name === 'kvcrud_cells') cellMods.push(...data.mods.map((mod) => ({ type: data.mod_type, mod: mod as never })));
+        }
       }
     }
-    expect(mods).to.have.length(1);
-    const mod = mods[0] as { keys: Record<string, string>; new_values: Record<string, string> };
+    expect(mods).to.have.length(2);
+    // r2's cell, with its column and value, in the stream; r1's was written and deleted in one commit.
+    const r2 = cellMods.filter((cell) => Buffer.from(cell.mod.keys['row_key'] ?? '', 'base64').toString() === 'r2');
+    expect(r2.map((cell) => [cell.type, cell.mod.keys['ts'], Buffer.from(cell.mod.new_values['col'] ?? '', 'base64').toString(), Buffer.from(cell.mod.new_values['value'] ?? '', 'base64').toString()])).to.deep.equal([
+      ['INSERT', '6', 'c', 'two'],
+    ]);
+    const mod = mods.find((found) => Buffer.from((found as { keys: Record<string, string> }).keys['row_key'] ?? '', 'base64').toString() === 'r1') as { keys: Record<string, string>; new_values: Record<string, string> };
     expect(mod.keys['table_id']).to.equal(catalog?.table_id);
     expect(Buffer.from(mod.keys['row_key'] ?? '', 'base64').toString()).to.equal('r1');
     expect(Buffer.from(mod.new_values['changes'] ?? '', 'base64').equals(row.changes)).to.equal(true);
+  });
+
+  it('yields sets as applied also where the same commit deletes, trims or writes their cell again', async function () {
+    this.timeout(60_000);
+    const instance = randomInstanceId();
+    const store = open([instance]);
+    const ref = { instance, table: 'gone' };
+    await store.createTable(ref, [{ name: 'f' }, { name: 'one', maxVersions: 1 }], call());
+    const feed = watch(store, ref, { type: 'now' });
+    await feed.started();
+    await store.mutateRows(
+      ref,
+      [
+        { key: Buffer.from('a'), mutations: [set('f', 'c', 'first', 1n), set('f', 'c', 'second', 1n)] },
+        { key: Buffer.from('a'), mutations: [set('one', 'c', 'newer', 5n), set('one', 'c', 'trimmed', 3n)] },
+        { key: Buffer.from('b'), mutations: [set('f', 'c', 'short-lived', 1n), { type: 'deleteRow' }] },
+      ],
+      call(),
+    );
+    const changes = await feed.until(3);
+    expect(changes.map((event) => [event.change.key.toString(), event.change.mutations])).to.deep.equal([
+      ['a', [set('f', 'c', 'first', 1n), set('f', 'c', 'second', 1n)]],
+      ['a', [set('one', 'c', 'newer', 5n), set('one', 'c', 'trimmed', 3n)]],
+      ['b', [set('f', 'c', 'short-lived', 1n), { type: 'deleteRow' }]],
+    ]);
+    const [row] = await store.readRows(ref, [Buffer.from('a')], { versions: 5 }, call());
+    expect(row?.cells.map((cell) => cell.value.toString())).to.deep.equal(['second', 'newer']);
   });
 
   it('ends the feed of a deleted table, also one resumed after it was created again; a new feed sees only the new table', async function () {
