@@ -1,7 +1,7 @@
 import { type Database, type Session, Spanner } from '@google-cloud/spanner';
 import { status as GrpcStatus } from '@grpc/grpc-js';
 import { StoreError } from '../errors.ts';
-import type { ChangeEvent, Mutation } from '../store.ts';
+import type { ChangeEvent } from '../store.ts';
 import { FEED_PROGRESS_MS } from '../store.ts';
 import { type ReportedCell, readChanges } from './changes.ts';
 import { cellVersionId } from './row-writes.ts';
@@ -182,7 +182,7 @@ export async function* follow(target: FeedTarget, start: FeedPosition, signal: A
           params: { start: nanosTimestamp(from), token, heartbeat: HEARTBEAT_MS },
           types: { start: 'timestamp', token: 'string', heartbeat: 'int64' },
           json: true,
-        }) as unknown as NodeJS.ReadableStream & { destroy(error?: Error): void };
+        });
         stream.on('data', (row: { ChangeRecord: StreamRecord[] }) => {
           try {
             for (const record of row.ChangeRecord) onRecord(partition, token, record);

@@ -1,5 +1,5 @@
 import { Spanner } from '@google-cloud/spanner';
-import type { Micros, Mutation, RowMutations } from '../store.ts';
+import type { Mutation, RowMutations } from '../store.ts';
 import { type CellWrite, survivingUpserts } from './row-writes.ts';
 
 /**
@@ -98,11 +98,11 @@ export function readChanges(bytes: Buffer, cells: (family: string, hash: string,
         case 'cell': {
           const cell = cells(item.f, item.h, item.ts);
           if (cell === undefined) return undefined;
-          mutations.push({ type: 'set', family: item.f, column: cell.column, value: cell.value, timestampMicros: BigInt(item.ts) as Micros });
+          mutations.push({ type: 'set', family: item.f, column: cell.column, value: cell.value, timestampMicros: BigInt(item.ts) });
           break;
         }
         case 'set':
-          mutations.push({ type: 'set', family: item.f, column: Buffer.from(item.c, 'base64'), value: Buffer.from(item.v, 'base64'), timestampMicros: BigInt(item.ts) as Micros });
+          mutations.push({ type: 'set', family: item.f, column: Buffer.from(item.c, 'base64'), value: Buffer.from(item.v, 'base64'), timestampMicros: BigInt(item.ts) });
           break;
         case 'deleteColumn':
           mutations.push({ type: 'deleteColumn', family: item.f, column: Buffer.from(item.c, 'base64') });
