@@ -3,8 +3,7 @@ import { status as GrpcStatus } from '@grpc/grpc-js';
 import { StoreError } from '../errors.ts';
 import type { ChangeEvent } from '../store.ts';
 import { FEED_PROGRESS_MS } from '../store.ts';
-import { type ReportedCell, readChanges } from './changes.ts';
-import { cellVersionId } from './row-writes.ts';
+import { readChanges } from './changes.ts';
 import { FEED_STREAM } from './schema.ts';
 import { grpcCode, toStoreError } from './spanner-errors.ts';
 
@@ -90,8 +89,6 @@ export async function* follow(target: FeedTarget, start: FeedPosition, signal: A
   const children = new Map<string, ChildPartition>();
   const known = new Set<string>();
   let pending: Pending[] = [];
-  /** The cells of the target table that each commit (by its timestamp) wrote, with their values. */
-  const cells = new Map<bigint, Map<string, ReportedCell>>();
   let deletedAt: bigint | undefined;
   let failure: unknown;
   let wake: (() => void) | undefined;
@@ -104,23 +101,7 @@ export async function* follow(target: FeedTarget, start: FeedPosition, signal: A
   const onRecord = (partition: Partition, token: string | null, record: StreamRecord) => {
     for (const data of record.data_change_record ?? []) {
       const nanos = timestampNanos(data.commit_timestamp);
-      if (data.table_name === 'kvcrud_cells' && data.mod_type !== 'DELETE') {
-        for (const mod of data.mods) {
-          const keys = jsonObject(mod.keys);
-          if (keys['table_id'] !== target.tableId) continue;
-          const values = jsonObject(mod.new_values);
-          if (typeof keys['row_key'] !== 'string' || typeof keys['family'] !== 'string' || typeof keys['col_hash'] !== 'string' || typeof values['col'] !== 'string' || typeof values['value'] !== 'string') {
-            throw new StoreError('INTERNAL', 'spanner: a change of kvcrud_cells this store cannot read');
-          }
-          let commit = cells.get(nanos);
-          if (commit === undefined) {
-            commit = new Map();
-            cells.set(nanos, commit);
-          }
-          const id = cellVersionId(Buffer.from(keys['row_key'], 'base64'), keys['family'], Buffer.from(keys['col_hash'], 'base64'), String(keys['ts']));
-          commit.set(id, { column: Buffer.from(values['col'], 'base64'), value: Buffer.from(values['value'], 'base64') });
-        }
-      } else if (data.table_name === 'kvcrud_changes' && data.mod_type === 'INSERT') {
+      if (data.table_name === 'kvcrud_changes' && data.mod_type === 'INSERT') {
         for (const mod of data.mods) {
           const keys = jsonObject(mod.keys);
           if (keys['table_id'] !== target.tableId) continue;
@@ -233,12 +214,10 @@ export async function* follow(target: FeedTarget, start: FeedPosition, signal: A
         pending = pending.filter((change) => change.nanos > through);
         ready.sort((a, b) => (a.nanos !== b.nanos ? (a.nanos < b.nanos ? -1 : 1) : Buffer.compare(a.key, b.key)));
         const expanded = ready.flatMap((row) => {
-          const commit = cells.get(row.nanos);
-          const lists = readChanges(row.changes, (family, hash, ts) => commit?.get(cellVersionId(row.key, family, Buffer.from(hash, 'base64'), ts)));
-          if (lists === undefined) throw new StoreError('INTERNAL', 'spanner: a change whose cells the change stream did not report');
+          const lists = readChanges(row.changes);
+          if (lists === undefined) throw new StoreError('INTERNAL', 'spanner: a kvcrud_changes row this store cannot read');
           return lists.map((mutations) => ({ nanos: row.nanos, key: row.key, mutations }));
         });
-        for (const at of [...cells.keys()]) if (at <= through) cells.delete(at);
         let at: bigint | undefined;
         let ordinal = 0;
         for (const change of expanded) {
@@ -258,7 +237,6 @@ export async function* follow(target: FeedTarget, start: FeedPosition, signal: A
         }
         continue;
       }
-      for (const at of [...cells.keys()]) if (at <= through) cells.delete(at);
       if ((deletedAt !== undefined && through >= deletedAt) || (target.goneBy !== undefined && through >= target.goneBy)) {
         throw new StoreError('NOT_FOUND', `table ${target.name} was deleted`, { resource: 'table', name: target.name });
       }

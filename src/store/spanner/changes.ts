@@ -1,19 +1,12 @@
 import { Spanner } from '@google-cloud/spanner';
 import type { Mutation, RowMutations } from '../store.ts';
-import { type CellWrite, survivingUpserts } from './row-writes.ts';
 
 /**
  * What a commit did to one row, as kvcrud_changes holds it (schema.ts): the mutation lists of the
  * row's entries in the commit, in order (a mutateRows may name a key twice), as applied. JSON, with
  * bytes as base64 and timestamps as decimal strings, so that any SQL reader can read it.
- *
- * A set is recorded by reference (`cell`: family, column hash, timestamp) when the commit leaves
- * its cell as written: the change stream reports that cell's insert with its column and value in
- * the same commit, so the value is not written twice. Only a set that the same commit deletes or
- * writes over again (rare: a set then a row delete in one batch) carries its column and value.
  */
 export type StoredMutation =
-  | { readonly t: 'cell'; readonly f: string; readonly h: string; readonly ts: string }
   | { readonly t: 'set'; readonly f: string; readonly c: string; readonly v: string; readonly ts: string }
   | { readonly t: 'deleteColumn'; readonly f: string; readonly c: string }
   | { readonly t: 'deleteFamily'; readonly f: string }
@@ -26,14 +19,8 @@ export interface ChangeRow {
   changes: Buffer;
 }
 
-/**
- * The kvcrud_changes rows recording `entries`, one per row key, to commit with `writes` (what
- * planWrites made of the same entries: its k-th upsert is the k-th set).
- */
-export function changeRows(tableId: string, entries: readonly RowMutations[], writes: readonly CellWrite[]): ChangeRow[] {
-  const surviving = survivingUpserts(writes);
-  const upserts = writes.filter((write) => write.kind === 'upsert');
-  let set = 0;
+/** The kvcrud_changes rows recording `entries`, one per row key, to commit with them. */
+export function changeRows(tableId: string, entries: readonly RowMutations[]): ChangeRow[] {
   const byKey = new Map<string, { key: Buffer; lists: StoredMutation[][] }>();
   for (const entry of entries) {
     const id = entry.key.toString('hex');
@@ -45,13 +32,8 @@ export function changeRows(tableId: string, entries: readonly RowMutations[], wr
     row.lists.push(
       entry.mutations.map((mutation): StoredMutation => {
         switch (mutation.type) {
-          case 'set': {
-            const index = set;
-            set += 1;
-            const upsert = upserts[index];
-            if (surviving.has(index) && upsert !== undefined) return { t: 'cell', f: mutation.family, h: upsert.row.col_hash.toString('base64'), ts: mutation.timestampMicros.toString() };
+          case 'set':
             return { t: 'set', f: mutation.family, c: mutation.column.toString('base64'), v: mutation.value.toString('base64'), ts: mutation.timestampMicros.toString() };
-          }
           case 'deleteColumn':
             return { t: 'deleteColumn', f: mutation.family, c: mutation.column.toString('base64') };
           case 'deleteFamily':
@@ -70,18 +52,8 @@ export function changeRowCost(rows: readonly ChangeRow[]): { mutations: number; 
   return { mutations: rows.length * 4, bytes: rows.reduce((sum, row) => sum + row.table_id.length + row.row_key.length + 12 + row.changes.length, 0) };
 }
 
-/** A cell's column and value, as the change stream reported its insert. */
-export interface ReportedCell {
-  readonly column: Buffer;
-  readonly value: Buffer;
-}
-
-/**
- * The mutations of a kvcrud_changes row, with each set by reference found in `cells` (the cells
- * the same commit wrote, by cellVersionId without the key: `family|hash|ts`); undefined when the
- * row is not one this store wrote, or a referenced cell is not there.
- */
-export function readChanges(bytes: Buffer, cells: (family: string, hash: string, ts: string) => ReportedCell | undefined): Mutation[][] | undefined {
+/** The mutation lists of a kvcrud_changes row; undefined when it is not one this store wrote. */
+export function readChanges(bytes: Buffer): Mutation[][] | undefined {
   let parsed: unknown;
   try {
     parsed = JSON.parse(bytes.toString('utf8'));
@@ -95,12 +67,6 @@ export function readChanges(bytes: Buffer, cells: (family: string, hash: string,
     const mutations: Mutation[] = [];
     for (const item of list as StoredMutation[]) {
       switch (item.t) {
-        case 'cell': {
-          const cell = cells(item.f, item.h, item.ts);
-          if (cell === undefined) return undefined;
-          mutations.push({ type: 'set', family: item.f, column: cell.column, value: cell.value, timestampMicros: BigInt(item.ts) });
-          break;
-        }
         case 'set':
           mutations.push({ type: 'set', family: item.f, column: Buffer.from(item.c, 'base64'), value: Buffer.from(item.v, 'base64'), timestampMicros: BigInt(item.ts) });
           break;

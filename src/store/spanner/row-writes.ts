@@ -172,50 +172,6 @@ export async function planWrites(
   return writes;
 }
 
-/** The id of one stored cell version, as cellVersionId names it for the change feed. */
-export function cellVersionId(key: Buffer, family: string, hash: Buffer, ts: string): string {
-  return `${key.toString('base64')}|${family}|${hash.toString('base64')}|${ts}`;
-}
-
-/**
- * The upserts of `writes` whose cell the commit leaves as written: no later write of the same
- * commit deletes it (a row, family or column delete, or a trim) or writes it again. Spanner
- * applies a commit's mutations in order, so these are exactly the cells the change stream reports
- * with their values; they come back as the indexes of the upserts, in order.
- */
-export function survivingUpserts(writes: readonly CellWrite[]): Set<number> {
-  const surviving = new Set<number>();
-  const later = new Set<string>();
-  const deletes: Array<Exclude<CellWrite, { kind: 'upsert' }>> = [];
-  let upserts = writes.reduce((count, write) => count + (write.kind === 'upsert' ? 1 : 0), 0);
-  for (let index = writes.length - 1; index >= 0; index -= 1) {
-    const write = writes[index] as CellWrite;
-    if (write.kind !== 'upsert') {
-      deletes.push(write);
-      continue;
-    }
-    upserts -= 1;
-    const row = write.row;
-    const id = cellVersionId(row.row_key, row.family, row.col_hash, row.ts);
-    if (!later.has(id) && !deletes.some((deletion) => removes(deletion, row))) surviving.add(upserts);
-    later.add(id);
-  }
-  return surviving;
-}
-
-function removes(deletion: Exclude<CellWrite, { kind: 'upsert' }>, row: CellRecord): boolean {
-  const parts = [row.table_id, row.row_key, row.family, row.col_hash, row.ts];
-  const same = (prefix: readonly unknown[]) => prefix.every((part, index) => (Buffer.isBuffer(part) ? part.equals(parts[index] as Buffer) : String(part) === String(parts[index])));
-  if (deletion.kind === 'deleteKey') return same(deletion.key);
-  const { range } = deletion;
-  if (range.startOpen !== undefined) {
-    // Versions older than the one named (ts is stored descending): same column, smaller ts.
-    const column = range.startOpen.slice(0, 4);
-    return same(column) && BigInt(row.ts) < BigInt(String(range.startOpen[4]));
-  }
-  return same(range.startClosed ?? []);
-}
-
 function hasPolicy(policy: FamilyPolicy | undefined): boolean {
   return policy !== undefined && (policy.maxVersions !== undefined || policy.maxAgeSeconds !== undefined);
 }

@@ -285,7 +285,7 @@ export class SpannerStore implements DataStore {
       return;
     }
     // The change feed's record of these writes, in the same commit (changes.ts).
-    const changes = changeRows(table.tableId, entries, writes);
+    const changes = changeRows(table.tableId, entries);
     checkCommit(writes, changeRowCost(changes));
     await queueWrites(transaction, writes, slices, await commitEncoder((database.parent as Instance).parent as Spanner, (why) => this.#clientUnshaped(why)));
     transaction.insert('kvcrud_changes', changes);
