@@ -89,9 +89,10 @@ export async function ensureSchema(database: Database, options: SchemaOptions): 
       // The emulator refuses a schema change while another runs (another replica's, at once);
       // Spanner itself queues them. Either way the other's change is this one: check again. So is
       // a change stream that the other created between the check and this statement.
-      const concurrent =
-        ((error as { code?: unknown }).code === 9 && /concurrent schema change/i.test(String((error as Error).message))) ||
-        ((error as { code?: unknown }).code === 6 && /change stream/i.test(String((error as Error).message)));
+      // (The emulator says FAILED_PRECONDITION "Duplicate name in schema: kvcrud_feed" for that.)
+      const code = (error as { code?: unknown }).code;
+      const message = String((error as Error).message);
+      const concurrent = (code === 9 && /concurrent schema change/i.test(message)) || ((code === 9 || code === 6) && /duplicate name in schema: kvcrud_feed|already exists/i.test(message));
       if (!concurrent || Date.now() - started > options.timeout) throw error;
       await new Promise((resolve) => setTimeout(resolve, Math.min(1000, 50 * 2 ** attempt)));
     }

@@ -104,7 +104,9 @@ describe('spanner: the change feed', () => {
       await transaction.commit();
     });
 
-    const store = open([instance]);
+    // Two replicas upgrade it at once: both serve.
+    const [store, other] = [open([instance]), open([instance])] as [SpannerStore, SpannerStore];
+    await Promise.all([store.checkHealth(call()), other.checkHealth(call())]);
     const ref = { instance, table: 'old' };
     await store.mutateRow(ref, Buffer.from('k'), [set('f', 'c', 'before the feed', 1n)], call());
     const [version] = await database.run({ sql: 'SELECT version FROM kvcrud_schema', json: true });
