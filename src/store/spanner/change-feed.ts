@@ -38,7 +38,8 @@ const HEARTBEAT_MS = 500;
 interface Pending {
   readonly nanos: bigint;
   readonly key: Buffer;
-  /** The kvcrud_changes row's `changes` (changes.ts). */
+  /** One part of the kvcrud_changes row's `changes` (changes.ts). */
+  readonly part: number;
   readonly changes: Buffer;
 }
 
@@ -106,8 +107,11 @@ export async function* follow(target: FeedTarget, start: FeedPosition, signal: A
           const keys = jsonObject(mod.keys);
           if (keys['table_id'] !== target.tableId) continue;
           const values = jsonObject(mod.new_values);
-          if (typeof values['changes'] !== 'string' || typeof keys['row_key'] !== 'string') throw new StoreError('INTERNAL', 'spanner: a kvcrud_changes row this store cannot read');
-          pending.push({ nanos, key: Buffer.from(keys['row_key'], 'base64'), changes: Buffer.from(values['changes'], 'base64') });
+          const part = Number(keys['part']);
+          if (typeof values['changes'] !== 'string' || typeof keys['row_key'] !== 'string' || !Number.isSafeInteger(part)) {
+            throw new StoreError('INTERNAL', 'spanner: a kvcrud_changes row this store cannot read');
+          }
+          pending.push({ nanos, key: Buffer.from(keys['row_key'], 'base64'), part, changes: Buffer.from(values['changes'], 'base64') });
         }
       } else if (data.table_name === 'kvcrud_tables' && data.mod_type === 'DELETE') {
         if (data.mods.some((mod) => jsonObject(mod.keys)['name'] === target.name) && (deletedAt === undefined || nanos < deletedAt)) deletedAt = nanos;
@@ -212,9 +216,16 @@ export async function* follow(target: FeedTarget, start: FeedPosition, signal: A
       const ready = pending.filter((change) => change.nanos <= through && (deletedAt === undefined || change.nanos < deletedAt));
       if (ready.length > 0) {
         pending = pending.filter((change) => change.nanos > through);
-        ready.sort((a, b) => (a.nanos !== b.nanos ? (a.nanos < b.nanos ? -1 : 1) : Buffer.compare(a.key, b.key)));
-        const expanded = ready.flatMap((row) => {
-          const lists = readChanges(row.changes);
+        ready.sort((a, b) => (a.nanos !== b.nanos ? (a.nanos < b.nanos ? -1 : 1) : Buffer.compare(a.key, b.key) || a.part - b.part));
+        // A row's parts, joined: they are adjacent once sorted.
+        const rows: Array<{ nanos: bigint; key: Buffer; parts: Buffer[] }> = [];
+        for (const part of ready) {
+          const last = rows.at(-1);
+          if (last !== undefined && last.nanos === part.nanos && last.key.equals(part.key)) last.parts.push(part.changes);
+          else rows.push({ nanos: part.nanos, key: part.key, parts: [part.changes] });
+        }
+        const expanded = rows.flatMap((row) => {
+          const lists = readChanges(Buffer.concat(row.parts));
           if (lists === undefined) throw new StoreError('INTERNAL', 'spanner: a kvcrud_changes row this store cannot read');
           return lists.map((mutations) => ({ nanos: row.nanos, key: row.key, mutations }));
         });

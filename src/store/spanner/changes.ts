@@ -16,8 +16,12 @@ export interface ChangeRow {
   table_id: string;
   row_key: Buffer;
   committed: unknown;
+  part: string;
   changes: Buffer;
 }
+
+/** Bytes of one part of a row's changes: Spanner holds at most 10 MiB in a BYTES value. */
+export const CHANGE_PART_BYTES = 8 * 1024 * 1024;
 
 /** The kvcrud_changes rows recording `entries`, one per row key, to commit with them. */
 export function changeRows(tableId: string, entries: readonly RowMutations[]): ChangeRow[] {
@@ -44,15 +48,25 @@ export function changeRows(tableId: string, entries: readonly RowMutations[]): C
       }),
     );
   }
-  return [...byKey.values()].map((row) => ({ table_id: tableId, row_key: row.key, committed: Spanner.COMMIT_TIMESTAMP, changes: Buffer.from(JSON.stringify(row.lists)) }));
+  return [...byKey.values()].flatMap((row) => {
+    const changes = Buffer.from(JSON.stringify(row.lists));
+    const parts = Math.max(1, Math.ceil(changes.length / CHANGE_PART_BYTES));
+    return Array.from({ length: parts }, (_, part) => ({
+      table_id: tableId,
+      row_key: row.key,
+      committed: Spanner.COMMIT_TIMESTAMP,
+      part: String(part),
+      changes: changes.subarray(part * CHANGE_PART_BYTES, (part + 1) * CHANGE_PART_BYTES),
+    }));
+  });
 }
 
 /** What the change rows add to a commit: Spanner's mutations (one per column) and bytes. */
 export function changeRowCost(rows: readonly ChangeRow[]): { mutations: number; bytes: number } {
-  return { mutations: rows.length * 4, bytes: rows.reduce((sum, row) => sum + row.table_id.length + row.row_key.length + 12 + row.changes.length, 0) };
+  return { mutations: rows.length * 5, bytes: rows.reduce((sum, row) => sum + row.table_id.length + row.row_key.length + 20 + row.changes.length, 0) };
 }
 
-/** The mutation lists of a kvcrud_changes row; undefined when it is not one this store wrote. */
+/** The mutation lists of a row's kvcrud_changes parts, joined; undefined when they are not what this store writes. */
 export function readChanges(bytes: Buffer): Mutation[][] | undefined {
   let parsed: unknown;
   try {

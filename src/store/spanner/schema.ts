@@ -18,7 +18,8 @@ import { StoreError } from '../errors.ts';
  *   a read puts them in byte order.
  * - kvcrud_changes (version 2): one row per row key written by a commit, inserted in the write's
  *   own transaction, holding the mutations that commit applied to that row, values included
- *   (changes.ts); keyed (table_id, row_key, committed), `committed` its commit timestamp. A delete
+ *   (changes.ts), in parts of at most 8 MiB (a BYTES value is at most 10 MiB); keyed (table_id,
+ *   row_key, committed, part), `committed` its commit timestamp. A delete
  *   of cells cannot say by itself whether it was a column, family or row delete, or retention's
  *   trimming: this row says. Its rows are removed by Spanner's row deletion policy once older than
  *   the feed's retention, off the request path.
@@ -37,7 +38,7 @@ export const SCHEMA_DDL: readonly string[] = [
   'CREATE TABLE IF NOT EXISTS kvcrud_tables (name STRING(MAX) NOT NULL, table_id STRING(32) NOT NULL, families STRING(MAX) NOT NULL) PRIMARY KEY (name)',
   'CREATE TABLE IF NOT EXISTS kvcrud_dropped (table_id STRING(32) NOT NULL) PRIMARY KEY (table_id)',
   'CREATE TABLE IF NOT EXISTS kvcrud_cells (table_id STRING(32) NOT NULL, row_key BYTES(MAX) NOT NULL, family STRING(64) NOT NULL, col_hash BYTES(32) NOT NULL, ts INT64 NOT NULL, col BYTES(MAX) NOT NULL, value BYTES(MAX) NOT NULL) PRIMARY KEY (table_id, row_key, family, col_hash, ts DESC)',
-  `CREATE TABLE IF NOT EXISTS kvcrud_changes (table_id STRING(32) NOT NULL, row_key BYTES(MAX) NOT NULL, committed TIMESTAMP NOT NULL OPTIONS (allow_commit_timestamp = true), changes BYTES(MAX) NOT NULL) PRIMARY KEY (table_id, row_key, committed), ROW DELETION POLICY (OLDER_THAN(committed, INTERVAL ${FEED_RETENTION.days} DAY))`,
+  `CREATE TABLE IF NOT EXISTS kvcrud_changes (table_id STRING(32) NOT NULL, row_key BYTES(MAX) NOT NULL, committed TIMESTAMP NOT NULL OPTIONS (allow_commit_timestamp = true), part INT64 NOT NULL, changes BYTES(MAX) NOT NULL) PRIMARY KEY (table_id, row_key, committed, part), ROW DELETION POLICY (OLDER_THAN(committed, INTERVAL ${FEED_RETENTION.days} DAY))`,
 ];
 
 /** The change stream, created once (CREATE CHANGE STREAM has no IF NOT EXISTS). */

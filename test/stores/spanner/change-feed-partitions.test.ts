@@ -22,7 +22,7 @@ const changeRow = (second: number, key: string, value: string, table = TABLE) =>
       mod_type: 'INSERT',
       mods: [
         {
-          keys: { table_id: table, row_key: Buffer.from(key).toString('base64'), committed: '9999-12-31T23:59:59Z' },
+          keys: { table_id: table, row_key: Buffer.from(key).toString('base64'), committed: '9999-12-31T23:59:59Z', part: '0' },
           new_values: { changes: Buffer.from(JSON.stringify([[{ t: 'set', f: 'f', c: Buffer.from('c').toString('base64'), v: Buffer.from(value).toString('base64'), ts: '1' }]])).toString('base64') },
         },
       ],

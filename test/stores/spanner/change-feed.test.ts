@@ -229,6 +229,25 @@ describe('spanner: the change feed', () => {
     expect(row?.cells.map((cell) => cell.value.toString())).to.deep.equal(['second', 'newer']);
   });
 
+  it('yields a change recorded in several parts: a value of valueBytes, 10 MiB, is 13.3 MiB of JSON', async function () {
+    this.timeout(60_000);
+    const instance = randomInstanceId();
+    const store = open([instance]);
+    const ref = { instance, table: 'big' };
+    await store.createTable(ref, [{ name: 'f' }], call());
+    const feed = watch(store, ref, { type: 'now' });
+    await feed.started();
+    const value = Buffer.alloc(store.limits.valueBytes, 7);
+    await store.mutateRow(ref, Buffer.from('big'), [{ type: 'set', family: 'f', column: Buffer.from('c'), value, timestampMicros: 1n }], call());
+    await store.mutateRow(ref, Buffer.from('small'), [set('f', 'c', 'v', 1n)], call());
+    const changes = await feed.until(2);
+    const first = changes[0]?.change.mutations[0];
+    expect(first?.type === 'set' && first.value.equals(value)).to.equal(true);
+    expect(changes[1]?.change.key.toString()).to.equal('small');
+    const [parts] = await (await side.database(instance)).run({ sql: 'SELECT part, LENGTH(changes) AS bytes FROM kvcrud_changes WHERE row_key = @key ORDER BY part', params: { key: Buffer.from('big') }, json: true });
+    expect((parts as Array<{ part: number }>).map((part) => part.part)).to.deep.equal([0, 1]);
+  });
+
   it('ends the feed of a deleted table, also one resumed after it was created again; a new feed sees only the new table', async function () {
     this.timeout(90_000);
     const instance = randomInstanceId();
