@@ -248,6 +248,22 @@ describe('spanner: the change feed', () => {
     expect((parts as Array<{ part: number }>).map((part) => part.part)).to.deep.equal([0, 1]);
   });
 
+  it('commits a write of bytesPerRow with its change, in one request of at most 100 MiB', async function () {
+    this.timeout(120_000);
+    const instance = randomInstanceId();
+    const store = open([instance]);
+    const ref = { instance, table: 'widest' };
+    await store.createTable(ref, [{ name: 'f' }], call());
+    const feed = watch(store, ref, { type: 'now' });
+    await feed.started();
+    const count = Math.floor(store.limits.bytesPerRow / store.limits.valueBytes);
+    const value = Buffer.alloc(store.limits.valueBytes - 1024, 1);
+    const mutations = Array.from({ length: count }, (_, i) => ({ type: 'set', family: 'f', column: Buffer.from(`c${i}`), value, timestampMicros: 1n }) as const);
+    await store.mutateRow(ref, Buffer.from('widest'), mutations, { deadline: Date.now() + 60_000 });
+    const [change] = await feed.until(1);
+    expect(change?.change.mutations).to.have.length(count);
+  });
+
   it('ends the feed of a deleted table, also one resumed after it was created again; a new feed sees only the new table', async function () {
     this.timeout(90_000);
     const instance = randomInstanceId();
