@@ -31,8 +31,12 @@ export function decodePosition(text: string): FeedPosition | undefined {
   return { tableId: match[1] as string, nanos: BigInt(match[2] as string), ...(match[3] === undefined ? {} : { seen: Number(match[3]) }) };
 }
 
-/** How often each partition of the change stream reports progress when it has no change. */
-const HEARTBEAT_MS = 500;
+/**
+ * How often each partition of the change stream reports progress when it has no change: the
+ * least Spanner takes (1 second to 5 minutes). A change waits up to that long for every partition
+ * to pass it.
+ */
+const HEARTBEAT_MS = 1000;
 
 /** A change buffered until every partition has passed its commit timestamp. */
 interface Pending {
