@@ -12,7 +12,7 @@ export const SPANNER_CAPABILITIES: StoreCapabilities = Object.freeze({
   reverseScan: true,
   checkAndMutate: true,
   readModifyWrite: true,
-  changeFeed: false,
+  changeFeed: true,
 });
 
 /**
@@ -26,7 +26,12 @@ export const SPANNER_CAPABILITIES: StoreCapabilities = Object.freeze({
  * - A commit holds at most 80,000 mutations, where writing one cell counts once per column it
  *   writes (seven) and each range deleted counts once. 10,000 cells are 70,000, and leave room
  *   for the trimming that retention needs.
- * - A commit is at most 100 MiB, keys included: every cell repeats its row key.
+ * - A commit is at most 100 MiB, keys included: every cell repeats its row key; and its request
+ *   is one gRPC message of at most 100 MiB, in which the client sends each BYTES value as base64
+ *   (4/3 of its bytes). The change feed records each write's mutations, values included, in the
+ *   same commit, as JSON with base64 values (changes.ts), sent as base64 again: a write of B bytes
+ *   is a request of some 4/3 B + 16/9 B = 3.1 B. 30 MiB a row and a batch (93 MiB) leave room
+ *   for the keys; 40 MiB was measured to make a 130 MB request, refused.
  * - A BYTES value is at most 10 MiB.
  * The write itself is checked against the commit's bounds before it is sent (row-writes.ts), so
  * a write within these limits that still does not fit (10,000 columns of 16 KiB, each with
@@ -37,10 +42,10 @@ export const SPANNER_LIMITS: StoreLimits = Object.freeze({
   columnBytes: 16 * 1024,
   valueBytes: 10 * MIB,
   mutationsPerRow: 10_000,
-  bytesPerRow: 64 * MIB,
+  bytesPerRow: 30 * MIB,
   entriesPerBatch: 1000,
   mutationsPerBatch: 10_000,
-  bytesPerBatch: 64 * MIB,
+  bytesPerBatch: 30 * MIB,
   rowsPerPage: 1000,
   familiesPerTable: 100,
   versionsPerRead: 1000,
@@ -51,6 +56,9 @@ export const SPANNER_LIMITS: StoreLimits = Object.freeze({
   // are 7,000 of a commit's 80,000 mutations). The bounds are the other stores', for one meaning.
   conditionsPerCheck: 16,
   rulesPerRow: 1000,
+  // The change stream's retention_period and kvcrud_changes' row deletion policy (schema.ts): one
+  // day, Spanner's default for change streams. Spanner keeps up to 30 days, at the cost of the
+  // storage of every change (values included) for that long, twice: the stream's and the table's.
   changeRetentionSeconds: 86_400,
 });
 

@@ -176,10 +176,13 @@ function hasPolicy(policy: FamilyPolicy | undefined): boolean {
   return policy !== undefined && (policy.maxVersions !== undefined || policy.maxAgeSeconds !== undefined);
 }
 
-/** Refuses writes that one Spanner commit cannot hold. */
-function checkCommit(writes: readonly CellWrite[]): void {
-  let mutations = 0;
-  let bytes = 0;
+/**
+ * Refuses writes that one Spanner commit cannot hold; `extra`: what else the commit writes (the
+ * change feed's rows).
+ */
+export function checkCommit(writes: readonly CellWrite[], extra = { mutations: 0, bytes: 0 }): void {
+  let mutations = extra.mutations;
+  let bytes = extra.bytes;
   for (const write of writes) {
     if (write.kind === 'upsert') {
       const row = write.row;

@@ -3,7 +3,7 @@ import { type Database, type Instance, type Snapshot, Spanner, type SpannerOptio
 import { credentials, status as GrpcStatus } from '@grpc/grpc-js';
 import type { Logger } from 'pino';
 import { ClientStart } from '../client-start.ts';
-import { StoreError, callerGone, failing, unimplemented } from '../errors.ts';
+import { StoreError, callerGone, failing } from '../errors.ts';
 import type {
   CallOptions,
   Cell,
@@ -21,6 +21,8 @@ import type {
   TableRef,
   TableSchema,
   ChangeEvent,
+  ChangeStart,
+  FeedOptions,
 } from '../store.ts';
 import { queueWrites } from './client-messages.ts';
 import { commitEncoder } from './commit-request.ts';
@@ -29,10 +31,12 @@ import { Turns } from '../turns.ts';
 import { SPANNER_CAPABILITIES, SPANNER_LIMITS } from './limits.ts';
 import { type CellRow, RowAssembler, selectedFamilies } from './row-reads.ts';
 import { type StoredVersion, applyRules, checkFamilies, columnKey, columnsToCompare, conditionRanges, conditionReadLimit, conditionsHold, isLive, liveColumns, ruleColumns } from './row-checks.ts';
-import { columnId, columnsToRead, planWrites } from './row-writes.ts';
+import { checkCommit, columnId, columnsToRead, planWrites } from './row-writes.ts';
 import { ensureSchema } from './schema.ts';
 import { readVersions } from './stored-versions.ts';
 import { grpcCode, toStoreError } from './spanner-errors.ts';
+import { type FeedPosition, type FeedTarget, decodePosition, follow, timestampNanos } from './change-feed.ts';
+import { changeRowCost, changeRows } from './changes.ts';
 import { TransactionQueue } from './transaction-queue.ts';
 
 export interface SpannerStoreOptions {
@@ -307,7 +311,11 @@ export class SpannerStore implements DataStore {
       await transaction.rollback();
       return;
     }
+    // The change feed's record of these writes, in the same commit (changes.ts).
+    const changes = changeRows(table.tableId, entries);
+    checkCommit(writes, changeRowCost(changes));
     await queueWrites(transaction, writes, slices, await commitEncoder((database.parent as Instance).parent as Spanner, (why) => this.#clientUnshaped(why)));
+    transaction.insert('kvcrud_changes', changes);
     await transaction.commit({ gaxOptions: gaxOptions(options) });
   }
 
@@ -507,8 +515,44 @@ export class SpannerStore implements DataStore {
     });
   }
 
-  readChanges(): AsyncIterable<ChangeEvent> {
-    return failing(unimplemented('changeFeed'));
+  /**
+   * Follows the table's changes on the change stream kvcrud_feed (change-feed.ts). The start is
+   * one strong snapshot of the catalog row: its read timestamp is `now`, and it finds the table.
+   */
+  readChanges(ref: TableRef, start: ChangeStart, options: FeedOptions): AsyncIterable<ChangeEvent> {
+    const decoded = start.type === 'after' ? decodePosition(start.position) : undefined;
+    if (start.type === 'after' && decoded === undefined) return failing(new StoreError('INVALID_ARGUMENT', 'spanner readChanges: not a position of this store'));
+    const oldest = BigInt(Date.now() - this.limits.changeRetentionSeconds * 1000) * 1_000_000n;
+    const from = start.type === 'since' ? start.sinceMicros * 1000n - 1n : decoded?.nanos;
+    if (from !== undefined && from < oldest) return failing(new StoreError('OUT_OF_RANGE', 'spanner readChanges: the start is older than the retention'));
+    if (decoded !== undefined && decoded.nanos > BigInt(Date.now() + 3_600_000) * 1_000_000n) return failing(new StoreError('INVALID_ARGUMENT', 'spanner readChanges: not a position of this store'));
+    return this.#follow(ref, start, decoded, options);
+  }
+
+  async *#follow(ref: TableRef, start: ChangeStart, decoded: FeedPosition | undefined, options: FeedOptions): AsyncGenerator<ChangeEvent> {
+    const call = { deadline: Date.now() + 30_000, signal: options.signal };
+    const found = await this.#bounded(call, 'readChanges', async () => {
+      const database = await this.#ready(ref.instance, call);
+      const [snapshot] = await database.getSnapshot({ strong: true, returnReadTimestamp: true });
+      try {
+        const table = await readCatalog(snapshot, ref.table, call);
+        return { database, table, readNanos: timestampNanos(snapshot.readTimestamp) };
+      } finally {
+        snapshot.end();
+      }
+    });
+    const { database, table, readNanos } = found;
+    let target: FeedTarget;
+    let position: FeedPosition;
+    if (decoded !== undefined) {
+      position = decoded;
+      target = { database, name: ref.table, tableId: decoded.tableId, ...(table?.tableId === decoded.tableId ? {} : { goneBy: readNanos }) };
+    } else {
+      if (table === undefined) throw tableNotFound(ref);
+      position = { tableId: table.tableId, nanos: start.type === 'since' ? start.sinceMicros * 1000n - 1n : readNanos };
+      target = { database, name: ref.table, tableId: table.tableId };
+    }
+    yield* follow(target, position, options.signal);
   }
 
   checkHealth(options: CallOptions): Promise<void> {
