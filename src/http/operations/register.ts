@@ -8,7 +8,7 @@ import { setJsonAnswer } from '../json/json-answer.ts';
 import { jsonBody } from '../middleware/json-body.ts';
 import { ApiError } from '../../service/errors.ts';
 import { callerKey } from '../admission/caller-key.ts';
-import { StreamedAnswer } from '../feeds/streamed-answer.ts';
+import { StreamedAnswer } from './streamed-answer.ts';
 import { QUERY_LIMITS, parseQuery } from '../validation/query.ts';
 import type { Operation, Services } from './operation.ts';
 

@@ -5,7 +5,7 @@ import { prefixRange } from '../../service/key-ranges.ts';
 import type { TableTarget } from '../../service/tables.ts';
 import { formatTimestamp, parseTimestamp } from '../../service/timestamps.ts';
 import type { Change, KeyRange, Mutation } from '../../store/store.ts';
-import { EventStreamAnswer } from '../feeds/event-stream.ts';
+import { EventStreamAnswer } from './event-stream.ts';
 import { type Operation, defineOperation } from '../operations/operation.ts';
 import { columnSelector, inBase64, renderKey, urlBytes } from './bytes.ts';
 import { type ChangesQuery, type TablePath, changesQuery, changesResponse, tablePath } from './schemas.ts';

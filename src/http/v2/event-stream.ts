@@ -1,7 +1,7 @@
 import { PassThrough } from 'node:stream';
 import type { Context } from 'koa';
 import type { FeedEnd, FeedEvent, OpenFeed } from '../../service/change-feeds.ts';
-import { StreamedAnswer } from './streamed-answer.ts';
+import { StreamedAnswer } from '../operations/streamed-answer.ts';
 
 /** Most milliseconds between two writes of an idle stream: a heartbeat comes at least this often. */
 export const HEARTBEAT_MS = 10_000;
