@@ -44,6 +44,7 @@ describe('query parameters are not coerced', () => {
       'rows.scan limit',
       'rows.scan pageSize',
       'rows.scan versions',
+      'tables.changes wait',
     ]);
   });
 
