@@ -30,6 +30,7 @@ type V2Endpoint =
   | 'rows.batchWrite'
   | 'rows.checkAndMutate'
   | 'rows.readModifyWrite'
+  | 'tables.changes'
   | 'rows.delete'
   | 'tables.delete'
   | 'tables.batchDelete';
@@ -53,6 +54,7 @@ const NEEDS: Record<Endpoint | V2Endpoint, Role> = {
   'rows.batchWrite': 'writer',
   'rows.checkAndMutate': 'writer',
   'rows.readModifyWrite': 'writer',
+  'tables.changes': 'reader',
   'rows.delete': 'writer',
   'tables.delete': 'admin',
   'tables.batchDelete': 'admin',
@@ -262,6 +264,7 @@ for (const { modes, forms } of MODES) {
             await v2('rows.readModifyWrite', 200, (tables) =>
               api.post(`${tables}/matrix/rows/counter:readModifyWrite`, { rules: [{ family: 'cf', column: principal.id, increment: 1 }] }),
             );
+            await v2('tables.changes', 200, (tables) => api.get(`${tables}/matrix/changes`));
             await v2('rows.delete', 204, (tables) => api.request('DELETE', `${tables}/matrix/rows/gone`));
             // The tables this case created when allowed to; otherwise the shared one, which a wrong answer would destroy.
             const madeTables = v2Outcome('tables.create') === 'allowed';
