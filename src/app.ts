@@ -99,8 +99,8 @@ export function createApp({ config, stores: opened, logger, metrics = createMetr
       stores: directory,
       limits: { total: config.feedsMax ?? DEFAULT_FEEDS_MAX, perCaller: config.feedsMaxPerCaller ?? DEFAULT_FEEDS_MAX_PER_CALLER },
       observer: feedMetrics(metrics),
+      draining: drain.started,
     }),
-    draining: drain.started,
   };
   const servesMetrics = config.metricsPort === undefined;
   const { authenticator, protectDocs } = auth ?? { authenticator: NO_AUTHENTICATION, protectDocs: false };

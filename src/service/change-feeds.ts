@@ -42,6 +42,8 @@ export interface FeedServiceDeps {
   readonly stores: StoreDirectory;
   readonly limits: FeedLimits;
   readonly observer?: FeedObserver;
+  /** Resolves when the process starts shutting down: every open feed then ends, SHUTTING_DOWN. */
+  readonly draining?: Promise<void>;
 }
 
 /**
@@ -54,15 +56,23 @@ export class FeedService {
   readonly #limits: FeedLimits;
   readonly #observer: FeedObserver | undefined;
   readonly #byCaller = new Map<string, number>();
+  /** The feeds open now, to end them all at shutdown; a feed leaves when it closes. */
+  readonly #feeds = new Set<OpenFeed>();
+  /** Feeds admitted, open or starting, within the bounds. */
   #open = 0;
+  #draining = false;
 
   constructor(deps: FeedServiceDeps) {
     this.#stores = deps.stores;
     this.#limits = deps.limits;
     this.#observer = deps.observer;
+    void deps.draining?.then(() => {
+      this.#draining = true;
+      for (const feed of [...this.#feeds]) feed.close('SHUTTING_DOWN');
+    });
   }
 
-  /** Feeds open now. */
+  /** Feeds open now, or starting. */
   get openFeeds(): number {
     return this.#open;
   }
@@ -82,14 +92,17 @@ export class FeedService {
         : query.sinceMicros !== undefined
           ? { type: 'since', sinceMicros: query.sinceMicros }
           : { type: 'now' };
+    if (this.#draining) throw new ApiError('SHUTTING_DOWN', 'The service is shutting down: follow the feed on another replica.');
     this.#admit(callerKey);
     const abort = new AbortController();
     const stop = () => abort.abort();
     signal.addEventListener('abort', stop, { once: true });
+    const opened: { feed?: OpenFeed } = {};
     const release = () => {
       signal.removeEventListener('abort', stop);
       abort.abort();
       this.#release(callerKey);
+      if (opened.feed !== undefined) this.#feeds.delete(opened.feed);
     };
     const ref: TableRef = { instance: target.instance, table: target.table };
     const iterator = named.store.readChanges(ref, start, { signal: abort.signal })[Symbol.asyncIterator]();
@@ -105,7 +118,12 @@ export class FeedService {
       throw new Error('a change feed must start with a progress event');
     }
     this.#observer?.opened(named.name);
-    return new OpenFeed(target, named.name, iterator, encodeCursor(target, first.value.position), query, { release, signal, observer: this.#observer });
+    const feed = new OpenFeed(target, named.name, iterator, encodeCursor(target, first.value.position), query, { release, signal, observer: this.#observer });
+    opened.feed = feed;
+    this.#feeds.add(feed);
+    // Shutdown began while the feed was starting.
+    if (this.#draining) feed.close('SHUTTING_DOWN');
+    return feed;
   }
 
   #admit(callerKey: string): void {

@@ -30,8 +30,6 @@ export interface Services {
   /** How many versions a family created through v1 keeps, or 0 for every version (V1_MAX_VERSIONS). */
   readonly v1MaxVersions: number;
   readonly feeds: FeedService;
-  /** Resolves when the process starts shutting down: open feeds then end. */
-  readonly draining: Promise<void>;
 }
 
 /** What an operation may know of the request besides its input. */

@@ -87,10 +87,10 @@ export const CHANGES_OPERATION: Operation = defineOperation<TablePath, ChangesQu
     const feed = await services.feeds.open(target, feedQuery, callerKey, signal);
     const render = (change: Change) => renderChange(change, base64);
     if (prefersEventStream(header('accept'))) {
-      return new EventStreamAnswer(feed, { render: (event) => JSON.stringify(render(event.change)), draining: services.draining, expiresAtMs: caller?.expiresAtMs });
+      return new EventStreamAnswer(feed, { render: (event) => JSON.stringify(render(event.change)), expiresAtMs: caller?.expiresAtMs });
     }
     try {
-      return await longPoll(feed, query.wait ?? 0, render, services.draining);
+      return await longPoll(feed, query.wait ?? 0, render);
     } finally {
       feed.close();
     }
@@ -104,12 +104,11 @@ function prefersEventStream(accept: string): boolean {
 
 const TIMED_OUT = Symbol('timed out');
 
-async function longPoll(feed: OpenFeed, waitSeconds: number, render: (change: Change) => unknown, draining: Promise<void>) {
+async function longPoll(feed: OpenFeed, waitSeconds: number, render: (change: Change) => unknown) {
   const changes: unknown[] = [];
   // The cursor of the last event taken here, never of one a pending read took after the answer.
   let cursor = feed.start;
   const deadline = Date.now() + waitSeconds * 1000;
-  void draining.then(() => feed.close('SHUTTING_DOWN'));
   while (changes.length < MOST_CHANGES) {
     const ms = changes.length > 0 ? GATHER_MS : Math.max(deadline - Date.now(), waitSeconds === 0 ? AT_ONCE_MS : 0);
     if (ms <= 0) break;

@@ -13,8 +13,6 @@ export const SLOW_READER_MS = 10_000;
 export interface EventStreamOptions {
   /** Renders a change event's `data`, one line of JSON. */
   readonly render: (event: Extract<FeedEvent, { type: 'change' }>) => string;
-  /** Resolves when the process starts shutting down. */
-  readonly draining: Promise<void>;
   /** When the caller's credential stops being valid, in milliseconds since the epoch. */
   readonly expiresAtMs?: number | undefined;
   readonly heartbeatMs?: number;
@@ -64,7 +62,6 @@ export class EventStreamAnswer extends StreamedAnswer {
     const gone = () => feed.close();
     ctx.res.once('close', gone);
     stream.once('close', gone);
-    void this.#options.draining.then(() => feed.close('SHUTTING_DOWN'));
     const expiry =
       this.#options.expiresAtMs === undefined ? undefined : setTimeout(() => feed.close('CREDENTIAL_EXPIRED'), Math.max(0, this.#options.expiresAtMs - Date.now()));
     const heartbeat = setInterval(() => {
