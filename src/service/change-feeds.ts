@@ -105,9 +105,10 @@ export class FeedService {
       if (opened.feed !== undefined) this.#feeds.delete(opened.feed);
     };
     const ref: TableRef = { instance: target.instance, table: target.table };
-    const iterator = named.store.readChanges(ref, start, { signal: abort.signal })[Symbol.asyncIterator]();
+    let iterator: AsyncIterator<ChangeEvent>;
     let first: IteratorResult<ChangeEvent>;
     try {
+      iterator = named.store.readChanges(ref, start, { signal: abort.signal })[Symbol.asyncIterator]();
       first = await iterator.next();
     } catch (error) {
       release();
