@@ -39,7 +39,7 @@ import { type MergedRow, sortCells, sortCellsInSlices } from './row-chunks.ts';
 import { resumedScan } from './resumed-scan.ts';
 import { rowRange } from './row-ranges.ts';
 import { type Families, SchemaCache } from './schema-cache.ts';
-import { Turns } from '../turns.ts';
+import { Turns } from '../../lib/turns.ts';
 
 type ReadRowsRequest = protos.google.bigtable.v2.IReadRowsRequest;
 type CheckAndMutateRowResponse = protos.google.bigtable.v2.ICheckAndMutateRowResponse;

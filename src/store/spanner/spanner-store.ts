@@ -27,7 +27,7 @@ import type {
 import { queueWrites } from './client-messages.ts';
 import { commitEncoder } from './commit-request.ts';
 import { tolerateSpannerClientRejections } from './client-rejections.ts';
-import { Turns } from '../turns.ts';
+import { Turns } from '../../lib/turns.ts';
 import { SPANNER_CAPABILITIES, SPANNER_LIMITS } from './limits.ts';
 import { type CellRow, RowAssembler, selectedFamilies } from './row-reads.ts';
 import { type StoredVersion, applyRules, checkFamilies, columnKey, columnsToCompare, conditionRanges, conditionReadLimit, conditionsHold, isLive, liveColumns, ruleColumns } from './row-checks.ts';
