@@ -2,7 +2,7 @@ import type { DatabaseSync, StatementSync } from 'node:sqlite';
 import type { FamilyPolicy } from '../store.ts';
 import { type Answers, RowAnswer } from './answers.ts';
 import type { Decoder } from './codec.ts';
-import { StoreError } from '../errors.ts';
+import { StoreError, tableNotFound } from '../errors.ts';
 import { EMBEDDED_LIMITS } from './limits.ts';
 import { Kind, ScanFlag, StartType, Status, encodePolicyBound } from './protocol.ts';
 import {
@@ -15,7 +15,6 @@ import {
   selectorColumn,
   selectorMatches,
 } from './selection.ts';
-import { tableNotFound } from './sqlite-errors.ts';
 
 /** Most changes in one answer to a feed, and the bytes after which it answers with fewer. */
 const CHANGES_PER_ANSWER = 256;
@@ -360,7 +359,7 @@ export class Reader {
     const limit = decoder.u32();
     const info = this.#lookUp(instance, table);
     // The table was deleted (and maybe created again) since the scan's first chunk.
-    if (expectedId !== 0 && info.id !== expectedId) throw tableNotFound(instance, table);
+    if (expectedId !== 0 && info.id !== expectedId) throw tableNotFound({ instance, table });
     const plan = readPlan(selection, info.families, this.#now);
     const out = new RowAnswer(answers, id);
     const range = { start, end, after, limit };
@@ -478,7 +477,7 @@ export class Reader {
   #lookUpNow(instance: string, table: string): TableInfo {
     const rows = this.#table.all(instance, table) as unknown as Array<[bigint, string, bigint | null, bigint | null]>;
     const first = rows[0];
-    if (first === undefined) throw tableNotFound(instance, table);
+    if (first === undefined) throw tableNotFound({ instance, table });
     const families = new Map<string, FamilyPolicy>();
     for (const [, name, maxVersions, maxAgeSeconds] of rows) {
       families.set(name, {
