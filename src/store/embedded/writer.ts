@@ -1,6 +1,5 @@
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
-import type { StoreError} from '../errors.ts';
-import { familyNotFound, notACounter, tableExists, tableNotFound } from '../errors.ts';
+import { type StoreError, familyNotFound, notACounter, tableExists, tableNotFound } from '../errors.ts';
 import type { FamilyPolicy } from '../store.ts';
 import { type Decoder, Encoder } from './codec.ts';
 import { EMBEDDED_LIMITS } from './limits.ts';
