@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import { deadlineExceeded, bounded } from '../bounded.ts';
+import { bounded, deadlineExceeded } from '../bounded.ts';
 import { StoreError, familyNotFound, notACounter, tableExists, tableNotFound } from '../errors.ts';
 import type {
   CallOptions,
