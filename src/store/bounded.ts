@@ -11,7 +11,13 @@ export interface BoundedCall {
   readonly toStoreError: (error: unknown) => StoreError;
   /** A reason to refuse the call before it starts (a backend known to be unreachable), as its StoreError; undefined to go ahead. */
   readonly refuse?: () => StoreError | undefined;
-  /** Called when the deadline passes before the work settles (the driver may then doubt its connection). */
+  /**
+   * Asked when the deadline passes before the work settles: the StoreError to fail with instead
+   * of DEADLINE_EXCEEDED when the call cannot have reached the backend yet (its client still
+   * starting); undefined for DEADLINE_EXCEEDED.
+   */
+  readonly unreached?: () => StoreError | undefined;
+  /** Called when the deadline passes before the work settles and the call fails with DEADLINE_EXCEEDED (the driver may then doubt its connection). */
   readonly onTimeout?: () => void;
 }
 
@@ -42,6 +48,11 @@ export function bounded<T>(options: CallOptions, call: BoundedCall, work: () => 
     };
     const timer = setTimeout(() => {
       signal?.removeEventListener('abort', onAbort);
+      const instead = call.unreached?.();
+      if (instead !== undefined) {
+        reject(instead);
+        return;
+      }
       call.onTimeout?.();
       reject(deadlineExceeded(call.store, call.operation));
     }, left);

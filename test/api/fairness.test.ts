@@ -12,7 +12,7 @@ import { expect } from 'chai';
 import { type KeyEntry, keysFile, newApiKey, tempDirectory } from '../support/access-files.ts';
 import { type RawResponse, sendRaw } from '../support/raw-http.ts';
 import { withOverrides } from '../support/store-faults.ts';
-import { embeddedHarness } from '../support/stores.ts';
+import { harness as embeddedHarness } from '../support/harnesses/embedded.ts';
 import { loadConfig } from '../../src/config.ts';
 import { TEST_AUDIENCE, TestIssuer } from '../support/test-issuer.ts';
 import { type TestApp, useTestApp } from '../support/test-app.ts';

@@ -7,7 +7,7 @@ import { problemResponder } from '../../src/http/middleware/problem-responder.ts
 import { rateLimit } from '../../src/http/middleware/rate-limit.ts';
 import { requestId } from '../../src/http/middleware/request-id.ts';
 import { blackHole } from '../support/fake-backends.ts';
-import { embeddedHarness } from '../support/stores.ts';
+import { harness as embeddedHarness } from '../support/harnesses/embedded.ts';
 import { type TestApp, startTestApp, useTestApp } from '../support/test-app.ts';
 
 describe('overload: a bound on requests in flight (MAX_INFLIGHT)', () => {

@@ -2,7 +2,7 @@ import { connect } from 'node:net';
 import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib';
 import { expect } from 'chai';
 import { sendRaw } from '../support/raw-http.ts';
-import { embeddedHarness } from '../support/stores.ts';
+import { harness as embeddedHarness } from '../support/harnesses/embedded.ts';
 import { useTestApp } from '../support/test-app.ts';
 
 const JSON_TYPE = ['content-type', 'application/json'] as const;

@@ -13,11 +13,13 @@ import { expect } from 'chai';
 import { type KeyEntry, keysFile, newApiKey, tempDirectory } from '../support/access-files.ts';
 import type { ApiClient, ApiResponse } from '../support/api-client.ts';
 import { sendRaw } from '../support/raw-http.ts';
-import { type HarnessFactory, embeddedHarness, redisHarness } from '../support/stores.ts';
+import type { DriverHarnessFactory } from '../support/driver-harness.ts';
+import { harness as embeddedHarness } from '../support/harnesses/embedded.ts';
+import { harness as redisHarness } from '../support/harnesses/redis.ts';
 import { type TestAppOptions, useTestApp } from '../support/test-app.ts';
 import { v2Paths } from '../support/v2.ts';
 
-const STORES: ReadonlyArray<[string, HarnessFactory]> = [
+const STORES: ReadonlyArray<[string, DriverHarnessFactory]> = [
   ['embedded', embeddedHarness],
   ['redis', redisHarness],
 ];

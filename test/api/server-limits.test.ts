@@ -1,6 +1,6 @@
 import { connect, type Socket } from 'node:net';
 import { expect } from 'chai';
-import { embeddedHarness } from '../support/stores.ts';
+import { harness as embeddedHarness } from '../support/harnesses/embedded.ts';
 import { useTestApp } from '../support/test-app.ts';
 
 /** Opens a raw TCP connection to the app, collecting what the server sends until it closes. */

@@ -8,7 +8,7 @@ import { expect } from 'chai';
 import { MAX_CREDENTIAL_CHARS } from '../../src/http/middleware/authenticate.ts';
 import { type KeyEntry, keysFile, newApiKey, tempDirectory } from '../support/access-files.ts';
 import { sendRaw } from '../support/raw-http.ts';
-import { embeddedHarness } from '../support/stores.ts';
+import { harness as embeddedHarness } from '../support/harnesses/embedded.ts';
 import { TEST_AUDIENCE, TestIssuer } from '../support/test-issuer.ts';
 import { useTestApp } from '../support/test-app.ts';
 

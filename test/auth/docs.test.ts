@@ -11,7 +11,8 @@ import type { DataStore } from '../../src/store/store.ts';
 import { createLogger } from '../../src/telemetry/logger.ts';
 import { type KeyEntry, keysFile, newApiKey, tempDirectory } from '../support/access-files.ts';
 import { ApiClient } from '../support/api-client.ts';
-import { embeddedHarness } from '../support/stores.ts';
+import type { DriverHarness } from '../support/driver-harness.ts';
+import { harness as embeddedHarness } from '../support/harnesses/embedded.ts';
 import { useTestApp } from '../support/test-app.ts';
 
 describe('with AUTH_PROTECT_DOCS=true', () => {
@@ -151,6 +152,7 @@ describe('the OpenAPI document open to all with authentication on', () => {
 describe('/metrics on the API port with authentication on', () => {
   const files = tempDirectory();
   const stores: DataStore[] = [];
+  let harness: DriverHarness | undefined;
   const keys = {
     both: { name: 'prometheus', key: newApiKey(), role: 'reader', instances: ['one/local', 'two/*'] },
     one: { name: 'one-store', key: newApiKey(), role: 'admin', instances: ['one/*'] },
@@ -162,7 +164,7 @@ describe('/metrics on the API port with authentication on', () => {
 
   // Two stores, so that a caller may be granted one of them.
   before(async function () {
-    const harness = embeddedHarness(this);
+    harness = await embeddedHarness.make(this);
     for (let i = 0; i < 2; i++) stores.push(await harness.open(['local']));
     const served = createStoreSet(
       stores.map((store, index) => ({ name: index === 0 ? 'one' : 'two', driver: 'embedded', instances: ['local'], store })),
@@ -187,7 +189,7 @@ describe('/metrics on the API port with authentication on', () => {
     server?.closeAllConnections();
     await new Promise((resolve) => server?.close(resolve));
     authenticator?.close();
-    await Promise.all(stores.map((store) => store.close()));
+    await Promise.all(stores.map((store) => harness?.close(store) ?? store.close()));
     files.remove();
   });
 

@@ -1,9 +1,9 @@
 import { expect } from 'chai';
-import type { HarnessFactory } from '../support/stores.ts';
+import type { DriverHarnessFactory } from '../support/driver-harness.ts';
 import { useTestApp } from '../support/test-app.ts';
 
 /** Concurrent callers: the cases of the conformance suite that race requests against each other. */
-export function concurrencyCases(store: HarnessFactory): void {
+export function concurrencyCases(store: DriverHarnessFactory): void {
   describe('concurrent requests', () => {
     const app = useTestApp({ store });
     const path = (endpoint: string) => `/v1/${app().instance}/${endpoint}`;

@@ -1,9 +1,9 @@
 import { expect } from 'chai';
-import type { HarnessFactory } from '../support/stores.ts';
+import type { DriverHarnessFactory } from '../support/driver-harness.ts';
 import { useTestApp } from '../support/test-app.ts';
 
 /** The create table cases of the conformance suite, run against the store `store` makes. */
-export function createTableCases(store: HarnessFactory): void {
+export function createTableCases(store: DriverHarnessFactory): void {
   describe('POST /v1/{instanceID}/createTable', () => {
     const app = useTestApp({ store, maxBodyBytes: 2048 });
     const path = () => `/v1/${app().instance}/createTable`;

@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { StoreError } from '../../src/store/errors.ts';
 import type { DataStore } from '../../src/store/store.ts';
 import { withOverrides } from '../support/store-faults.ts';
-import type { HarnessFactory } from '../support/stores.ts';
+import type { DriverHarnessFactory } from '../support/driver-harness.ts';
 import { type TestApp, useTestApp } from '../support/test-app.ts';
 
 const createTables = async (app: TestApp, ...names: string[]) => {
@@ -21,7 +21,7 @@ const tableExists = async (app: TestApp, tableName: string) => {
 };
 
 /** The delete table cases of the conformance suite, run against the store `store` makes. */
-export function deleteTableCases(store: HarnessFactory): void {
+export function deleteTableCases(store: DriverHarnessFactory): void {
   describe('DELETE /v1/{instanceID}/deleteTable', () => {
     const app = useTestApp({ store });
     const remove = (tableList: unknown) => app().api.delete(`/v1/${app().instance}/deleteTable`, { tableList });

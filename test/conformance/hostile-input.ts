@@ -7,7 +7,7 @@ import { expect } from 'chai';
 import fc from 'fast-check';
 import { type KeyEntry, keysFile, newApiKey, tempDirectory } from '../support/access-files.ts';
 import { type RawRequest, type RawResponse, sendRaw } from '../support/raw-http.ts';
-import type { HarnessFactory } from '../support/stores.ts';
+import type { DriverHarnessFactory } from '../support/driver-harness.ts';
 import { type TestApp, useTestApp } from '../support/test-app.ts';
 
 /** The bounds every answer to hostile input must keep. */
@@ -499,7 +499,7 @@ async function withHealthz(baseUrl: string, send: () => Promise<RawResponse>): P
  * (the request is refused each time, so sending it again changes nothing). A request that blocks
  * the event loop fails all three; a busy machine does not.
  */
-export function hostileInputCases(store: HarnessFactory, options: { runs: number }): void {
+export function hostileInputCases(store: DriverHarnessFactory, options: { runs: number }): void {
   describe('hostile input', () => {
     const files = tempDirectory();
     after(() => files.remove());

@@ -1,9 +1,9 @@
 import { expect } from 'chai';
-import type { HarnessFactory } from '../support/stores.ts';
+import type { DriverHarnessFactory } from '../support/driver-harness.ts';
 import { useTestApp } from '../support/test-app.ts';
 
 /** The insert data cases of the conformance suite, run against the store `store` makes. */
-export function insertDataCases(store: HarnessFactory): void {
+export function insertDataCases(store: DriverHarnessFactory): void {
   describe('POST /v1/{instanceID}/insertData', () => {
     const app = useTestApp({ store });
     const insert = (body: unknown) => app().api.post(`/v1/${app().instance}/insertData`, body);
@@ -137,7 +137,7 @@ export function insertDataCases(store: HarnessFactory): void {
         expect(fits.body.cellsWritten).to.equal(most);
         return;
       }
-      if (app().capabilities.fastWideWrites) {
+      if (app().traits.fastWideWrites) {
         const data = Array.from({ length: 100_000 }, (_, i) => cell(`c${String(i).padStart(6, '0')}`, String(i)));
         const response = await insert({ tableName: 'limits', rowKeyId: 'widest', data });
         expect(response.status).to.equal(200);

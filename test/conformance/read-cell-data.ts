@@ -1,9 +1,9 @@
 import { expect } from 'chai';
-import type { HarnessFactory } from '../support/stores.ts';
+import type { DriverHarnessFactory } from '../support/driver-harness.ts';
 import { useTestApp } from '../support/test-app.ts';
 
 /** The read cell data cases of the conformance suite, run against the store `store` makes. */
-export function readCellDataCases(store: HarnessFactory): void {
+export function readCellDataCases(store: DriverHarnessFactory): void {
   describe('GET /v1/{instanceID}/readCellData', () => {
     const app = useTestApp({ store });
     const read = (query: string) => app().api.get(`/v1/${app().instance}/readCellData?${query}`);

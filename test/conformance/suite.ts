@@ -1,4 +1,4 @@
-import type { HarnessFactory } from '../support/stores.ts';
+import type { DriverHarnessFactory } from '../support/driver-harness.ts';
 import { concurrencyCases } from './concurrency.ts';
 import { createTableCases } from './create-table.ts';
 import { deleteTableCases } from './delete-table.ts';
@@ -11,7 +11,7 @@ import { readCellDataCases } from './read-cell-data.ts';
  * unchanged; where stores differ, production Bigtable's behaviour is the reference and the
  * adapter is fixed, not the case.
  */
-export function conformanceSuite(store: HarnessFactory): void {
+export function conformanceSuite(store: DriverHarnessFactory): void {
   createTableCases(store);
   insertDataCases(store);
   readCellDataCases(store);

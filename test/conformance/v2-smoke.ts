@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { findDriver } from '../../src/store/drivers.ts';
-import type { HarnessFactory } from '../support/stores.ts';
+import type { DriverHarnessFactory } from '../support/driver-harness.ts';
 import { useTestApp } from '../support/test-app.ts';
 import { problemOf, scanKeys, v2Paths } from '../support/v2.ts';
 
@@ -9,7 +9,7 @@ import { problemOf, scanKeys, v2Paths } from '../support/v2.ts';
  * checked against the OpenAPI document. The thorough cases run once, on the embedded store
  * (test/v2); the driver conformance suite holds every store to the contract underneath.
  */
-export function v2Smoke(name: string, store: HarnessFactory): void {
+export function v2Smoke(name: string, store: DriverHarnessFactory): void {
   describe(`v2 smoke: ${name}`, function () {
     this.timeout(60_000);
     const app = useTestApp({ store });

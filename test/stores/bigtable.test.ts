@@ -1,4 +1,4 @@
 import { conformanceSuite } from '../conformance/suite.ts';
-import { bigtableHarness } from '../support/stores.ts';
+import { harness as bigtableHarness } from '../support/harnesses/bigtable.ts';
 
 describe('conformance: bigtable (emulator)', () => conformanceSuite(bigtableHarness));

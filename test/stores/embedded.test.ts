@@ -1,4 +1,4 @@
 import { conformanceSuite } from '../conformance/suite.ts';
-import { embeddedHarness } from '../support/stores.ts';
+import { harness as embeddedHarness } from '../support/harnesses/embedded.ts';
 
 describe('conformance: embedded', () => conformanceSuite(embeddedHarness));

@@ -75,3 +75,6 @@ export function spawnEmulator(port = 0): Promise<{ host: string; process: ChildP
     });
   });
 }
+
+/** The Google Cloud project ID the tests give the Bigtable and Spanner emulators. */
+export const TEST_PROJECT = 'kvcrud-test';

@@ -14,13 +14,15 @@ import { type StoreSet, createStoreSet } from '../../src/store/store-set.ts';
 import { createLogger } from '../../src/telemetry/logger.ts';
 import { accessFileChecks, createMetrics } from '../../src/telemetry/metrics.ts';
 import { ApiClient } from './api-client.ts';
-import { type HarnessFactory, type StoreCapabilities, type StoreHarness, TEST_PROJECT, embeddedHarness } from './stores.ts';
+import type { DriverHarness, DriverHarnessFactory, HarnessTraits } from './driver-harness.ts';
+import { TEST_PROJECT } from './emulator.ts';
+import { harness as embeddedHarness } from './harnesses/embedded.ts';
 
 export { TEST_PROJECT };
 
 export interface TestAppOptions {
-  /** The store to serve; without it, Bigtable on `emulatorHost`. */
-  readonly harness?: StoreHarness;
+  /** The store to serve, from a driver harness, and its driver's name; without it, Bigtable on `emulatorHost`. */
+  readonly harness?: { readonly driver: string; readonly harness: DriverHarness };
   /** host:port of the Bigtable emulator (or of anything else posing as one), without a harness. */
   readonly emulatorHost?: string;
   /** How many instances to serve; each gets a fresh random ID, so suites never share data. */
@@ -74,8 +76,8 @@ export interface TestApp {
   readonly store: DataStore;
   /** Its name in the app's StoreSet (and in metric labels): its driver's, as for the store the v1 variables define. */
   readonly storeName: string;
-  /** What the store's harness says it can do (Bigtable's when no harness was given). */
-  readonly capabilities: StoreCapabilities;
+  /** What the store's harness says it can do in test time (Bigtable's when no harness was given). */
+  readonly traits: Pick<HarnessTraits, 'fastWideWrites'>;
   /** Log lines (parsed JSON) the app wrote. */
   readonly logs: Array<Record<string, unknown>>;
   /** The app's drain: start() it to see what SIGTERM does to open feeds and requests. */
@@ -93,10 +95,10 @@ export async function startTestApp(options: TestAppOptions): Promise<TestApp> {
   const logs: Array<Record<string, unknown>> = [];
   const logger = createLogger('debug', { write: (line: string) => void logs.push(JSON.parse(line) as Record<string, unknown>) });
   const real = options.harness
-    ? await options.harness.open(instances)
+    ? await options.harness.harness.open(instances)
     : new BigtableStore({ projectId: TEST_PROJECT, instanceIds: instances, emulatorHost: options.emulatorHost ?? '' });
   const store = options.wrapStore ? options.wrapStore(real) : real;
-  const storeName = options.harness?.name ?? 'bigtable';
+  const storeName = options.harness?.driver ?? 'bigtable';
   const stores: StoreSet = createStoreSet([{ name: storeName, driver: storeName, instances, store }], storeName);
   const auth = options.auth?.(instances, storeName);
   const metrics = createMetrics();
@@ -144,14 +146,14 @@ export async function startTestApp(options: TestAppOptions): Promise<TestApp> {
     instance: instances[0] ?? '',
     store: real,
     storeName,
-    capabilities: options.harness?.capabilities ?? { fastWideWrites: false },
+    traits: { fastWideWrites: options.harness?.harness.traits.fastWideWrites ?? false },
     logs,
     drain,
     async close() {
       server.closeAllConnections();
       await new Promise((resolve) => server.close(resolve));
       authenticator?.close();
-      await store.close();
+      await (options.harness === undefined ? store.close() : options.harness.harness.close(real));
     },
   };
 }
@@ -159,16 +161,16 @@ export async function startTestApp(options: TestAppOptions): Promise<TestApp> {
 /**
  * useTestApp starts a TestApp before the suite's tests and closes it after; `store` picks the
  * adapter: the embedded store by default, so that suites that do not depend on the store never
- * skip; Bigtable (bigtableHarness) is skipped when there is no emulator. Returns an accessor for
+ * skip; the others (test/support/harnesses/) are skipped when their backend is missing. Returns an accessor for
  * the tests.
  */
 export function useTestApp(
-  options: Omit<TestAppOptions, 'emulatorHost' | 'harness'> & { readonly store?: HarnessFactory } = {},
+  options: Omit<TestAppOptions, 'emulatorHost' | 'harness'> & { readonly store?: DriverHarnessFactory } = {},
 ): () => TestApp {
   let app: TestApp | undefined;
   before(async function () {
     const { store = embeddedHarness, ...rest } = options;
-    app = await startTestApp({ ...rest, harness: store(this) });
+    app = await startTestApp({ ...rest, harness: { driver: store.driver, harness: await store.make(this) } });
   });
   after(async () => {
     await app?.close();

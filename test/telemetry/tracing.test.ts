@@ -7,7 +7,7 @@ import { tracingRequested } from '../../src/telemetry/tracing.ts';
 import { withOverrides } from '../support/store-faults.ts';
 import { type TestApp, startTestApp, useTestApp } from '../support/test-app.ts';
 import { closedPort } from '../support/fake-backends.ts';
-import { bigtableHarness } from '../support/stores.ts';
+import { harness as bigtableHarness } from '../support/harnesses/bigtable.ts';
 
 /** A caller's W3C trace context: a fresh trace id and the caller's span id. */
 function callerContext(): { traceId: string; parentSpanId: string; traceparent: string } {

@@ -46,6 +46,14 @@ describe('bounded: a store call within its deadline and its caller', () => {
     expect(timedOut).to.equal(true);
   });
 
+  it('fails with the error unreached gives, without onTimeout, when the call cannot have reached the backend', async () => {
+    let timedOut = false;
+    const unavailable = new StoreError('UNAVAILABLE', 'test readRows: the client did not start before the deadline');
+    const error = await bounded(soon(20), { ...call, unreached: () => unavailable, onTimeout: () => (timedOut = true) }, never).catch((caught: unknown) => caught);
+    expect(error).to.equal(unavailable);
+    expect(timedOut).to.equal(false);
+  });
+
   it('does not start work past its deadline, for a caller gone, or when refused', async () => {
     let started = 0;
     const work = () => {

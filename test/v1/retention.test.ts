@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { embeddedHarness } from '../support/stores.ts';
+import { harness as embeddedHarness } from '../support/harnesses/embedded.ts';
 import { useTestApp } from '../support/test-app.ts';
 
 /** What v2 says of the family a v1 createTable made, and the versions a v2 read finds. */

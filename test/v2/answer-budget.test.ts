@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { AnswerBudget, type AnswerHold } from '../../src/service/answer-budget.ts';
 import { StoreError } from '../../src/store/errors.ts';
 import type { DataStore } from '../../src/store/store.ts';
-import { embeddedHarness } from '../support/stores.ts';
+import { harness as embeddedHarness } from '../support/harnesses/embedded.ts';
 import { type TestApp, startTestApp } from '../support/test-app.ts';
 import { createTable, problemOf, v2Paths, writeRows } from '../support/v2.ts';
 
@@ -75,7 +75,7 @@ describe('v2 answers within the answer budget', () => {
           return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
         },
       });
-    app = await startTestApp({ harness: embeddedHarness(this), instances: ['local'], wrapStore: hooked, answerBudget: budget });
+    app = await startTestApp({ harness: { driver: 'embedded', harness: await embeddedHarness.make(this) }, instances: ['local'], wrapStore: hooked, answerBudget: budget });
     await createTable(app, 'wide');
     await writeRows(app, 'wide', KEYS, () => VALUE);
     // Small rows, and one row as large as those of 'wide'.

@@ -1,6 +1,9 @@
 import { randomBytes, randomInt } from 'node:crypto';
 import { expect } from 'chai';
-import { type HarnessFactory, bigtableHarness, embeddedHarness, redisHarness } from '../support/stores.ts';
+import type { DriverHarnessFactory } from '../support/driver-harness.ts';
+import { harness as bigtableHarness } from '../support/harnesses/bigtable.ts';
+import { harness as embeddedHarness } from '../support/harnesses/embedded.ts';
+import { harness as redisHarness } from '../support/harnesses/redis.ts';
 import { type TestApp, useTestApp } from '../support/test-app.ts';
 import { createTable, v2Paths } from '../support/v2.ts';
 
@@ -50,7 +53,7 @@ function expectAscending(keys: readonly Buffer[]): void {
   }
 }
 
-function scanOf10k(name: string, store: HarnessFactory): void {
+function scanOf10k(name: string, store: DriverHarnessFactory): void {
   describe(`v2: a scan of ${ROWS} rows in pages of ${PAGE_SIZE} (${name})`, function () {
     this.timeout(300_000);
     const app = useTestApp({ store });

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { embeddedHarness } from '../support/stores.ts';
+import { harness as embeddedHarness } from '../support/harnesses/embedded.ts';
 import type { DataStore } from '../../src/store/store.ts';
 import { type TestApp, startTestApp, useTestApp } from '../support/test-app.ts';
 import { createTable, problemOf, publishing, scanKeys, v2Paths, writeRows } from '../support/v2.ts';
@@ -156,9 +156,10 @@ describe('v2 scans across two apps on one store', () => {
   let second: TestApp;
 
   before(async function () {
-    const store = await embeddedHarness(this).open(['local']);
+    const embedded = await embeddedHarness.make(this);
+    const store = await embedded.open(['local']);
     // The second app shares the first's store and leaves closing it to the first.
-    const shared = { name: 'embedded', capabilities: { fastWideWrites: true }, open: () => Promise.resolve(store) };
+    const shared = { driver: 'embedded', harness: { ...embedded, open: () => Promise.resolve(store) } };
     first = await startTestApp({ harness: shared, instances: ['local'] });
     second = await startTestApp({ harness: shared, instances: ['local'], wrapStore: (real) => publishing(real, {}) });
     await createTable(first, 'shared');
@@ -208,7 +209,7 @@ describe('v2 scans of large rows', () => {
           return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
         },
       });
-    app = await startTestApp({ harness: embeddedHarness(this), instances: ['local'], wrapStore: counting });
+    app = await startTestApp({ harness: { driver: 'embedded', harness: await embeddedHarness.make(this) }, instances: ['local'], wrapStore: counting });
     await createTable(app, 'big');
     const value = 'v'.repeat(5 * 1024 * 1024);
     for (let index = 0; index < 8; index++) {

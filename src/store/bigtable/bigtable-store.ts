@@ -1,7 +1,7 @@
 import { Bigtable, type BigtableOptions, admin as bigtableAdmin, v2, type protos } from '@google-cloud/bigtable';
 import { status as GrpcStatus } from '@grpc/grpc-js';
 import { ClientStart } from '../client-start.ts';
-import { StoreError, callerGone, failing, isStoreError, unimplemented } from '../errors.ts';
+import { StoreError, callerGone, failing, familyNotFound, isStoreError, unimplemented } from '../errors.ts';
 import type {
   CallOptions,
   Cell,
@@ -39,7 +39,7 @@ import { type MergedRow, sortCells, sortCellsInSlices } from './row-chunks.ts';
 import { resumedScan } from './resumed-scan.ts';
 import { rowRange } from './row-ranges.ts';
 import { type Families, SchemaCache } from './schema-cache.ts';
-import { Turns } from '../turns.ts';
+import { Turns } from '../../lib/turns.ts';
 
 type ReadRowsRequest = protos.google.bigtable.v2.IReadRowsRequest;
 type CheckAndMutateRowResponse = protos.google.bigtable.v2.ICheckAndMutateRowResponse;
@@ -228,7 +228,7 @@ export class BigtableStore implements DataStore {
     const toSend: number[] = [];
     entries.forEach((entry, index) => {
       const missing = firstMissingFamily(entry.mutations, (family) => families.has(family));
-      if (missing !== undefined) results[index] = this.#familyNotFound(ref, missing);
+      if (missing !== undefined) results[index] = familyNotFound(missing, ref);
       else if (entry.key.length === 0) results[index] = new StoreError('INVALID_ARGUMENT', 'bigtable row keys are never empty', { limit: 'keyBytes' });
       else toSend.push(index);
     });
@@ -264,7 +264,7 @@ export class BigtableStore implements DataStore {
     }
     for (const [index, error] of failed) {
       const missing = now === undefined ? undefined : firstMissingFamily((entries[index] as RowMutations).mutations, (family) => now.has(family));
-      results[index] = missing === undefined ? toStoreError(error, 'mutateRows', subject) : this.#familyNotFound(ref, missing);
+      results[index] = missing === undefined ? toStoreError(error, 'mutateRows', subject) : familyNotFound(missing, ref);
     }
     return results;
   }
@@ -588,7 +588,7 @@ export class BigtableStore implements DataStore {
     if (throwMissing) {
       for (const mutations of mutationLists) {
         const missing = firstMissingFamily(mutations, has(families));
-        if (missing !== undefined) throw this.#familyNotFound(ref, missing);
+        if (missing !== undefined) throw familyNotFound(missing, ref);
       }
     }
     return families;
@@ -604,7 +604,7 @@ export class BigtableStore implements DataStore {
     if (cached !== undefined && names.every((name) => cached.has(name))) return cached;
     const families = cached === undefined ? await this.#loadUncachedSchema(ref, options) : await this.#loadSchema(ref, options);
     const missing = names.find((name) => !families.has(name));
-    if (missing !== undefined) throw this.#familyNotFound(ref, missing);
+    if (missing !== undefined) throw familyNotFound(missing, ref);
     return families;
   }
 
@@ -625,10 +625,6 @@ export class BigtableStore implements DataStore {
       if (isStoreError(lookup, 'NOT_FOUND')) return lookup;
     }
     return failure;
-  }
-
-  #familyNotFound(ref: TableRef, family: string): StoreError {
-    return new StoreError('NOT_FOUND', `column family "${family}" not in table ${this.#tableName(ref)}`, { resource: 'columnFamily', name: family });
   }
 
   #instanceName(instance: string): string {

@@ -1,6 +1,6 @@
 import Joi from 'joi';
 import type { StoreDriver } from '../driver.ts';
-import { readableFile, projectId } from '../driver-settings.ts';
+import { credentialsFile, emulatorHost, projectId } from '../driver-settings.ts';
 import { BIGTABLE_CAPABILITIES, BIGTABLE_LIMITS } from './limits.ts';
 
 export interface BigtableSettings {
@@ -13,16 +13,8 @@ export interface BigtableSettings {
 
 const settings = Joi.object<BigtableSettings>({
   projectId,
-  emulatorHost: Joi.string()
-    .trim()
-    .pattern(/^[A-Za-z0-9.-]+:([1-9][0-9]{0,4})$/)
-    .messages({ 'string.pattern.base': '{{#label}} must be host:port, got "{{#value}}"' }),
-  // Against the emulator no credentials are read at all, so the file is neither checked nor kept.
-  credentialsFile: Joi.when('emulatorHost', {
-    is: Joi.exist(),
-    then: Joi.any().strip(),
-    otherwise: Joi.string().trim().custom(readableFile),
-  }),
+  emulatorHost,
+  credentialsFile,
 });
 
 /** bigtableDriver serves Cloud Bigtable instances through the official client's generated gRPC clients. */

@@ -1,6 +1,6 @@
 import type { Mutation, RowMutations } from '../store.ts';
 import { toProtoMutation } from './mutations.ts';
-import { Turns } from '../turns.ts';
+import { Turns } from '../../lib/turns.ts';
 import { readVarint, varintOf } from './wire.ts';
 
 /** Mutations encoded in one go: a few milliseconds of work. */

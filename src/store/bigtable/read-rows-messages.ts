@@ -1,6 +1,6 @@
 import type { protos } from '@google-cloud/bigtable';
 import { type MergedRow, RowMerger } from './row-chunks.ts';
-import type { Turns } from '../turns.ts';
+import type { Turns } from '../../lib/turns.ts';
 import { readVarint } from './wire.ts';
 
 type ReadRowsResponse = protos.google.bigtable.v2.IReadRowsResponse;

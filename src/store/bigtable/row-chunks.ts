@@ -1,6 +1,6 @@
 import type { protos } from '@google-cloud/bigtable';
 import type { Cell } from '../store.ts';
-import type { Turns } from '../turns.ts';
+import type { Turns } from '../../lib/turns.ts';
 
 type CellChunk = protos.google.bigtable.v2.ReadRowsResponse.ICellChunk;
 type Bytes = Uint8Array | string | null | undefined;

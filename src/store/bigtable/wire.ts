@@ -1,4 +1,4 @@
-import { readVarint as readAnyVarint, varint } from '../varint.ts';
+import { readVarint as readAnyVarint, varint } from '../../lib/varint.ts';
 
 /** The few pieces of protobuf's wire format the store needs to cut and join encoded messages at field boundaries. */
 

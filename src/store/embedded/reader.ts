@@ -2,7 +2,7 @@ import type { DatabaseSync, StatementSync } from 'node:sqlite';
 import type { FamilyPolicy } from '../store.ts';
 import { type Answers, RowAnswer } from './answers.ts';
 import type { Decoder } from './codec.ts';
-import { StoreError } from '../errors.ts';
+import { StoreError, tableNotFound } from '../errors.ts';
 import { EMBEDDED_LIMITS } from './limits.ts';
 import { Kind, ScanFlag, StartType, Status, encodePolicyBound } from './protocol.ts';
 import {
@@ -15,7 +15,6 @@ import {
   selectorColumn,
   selectorMatches,
 } from './selection.ts';
-import { tableNotFound } from './sqlite-errors.ts';
 
 /** Most changes in one answer to a feed, and the bytes after which it answers with fewer. */
 const CHANGES_PER_ANSWER = 256;
@@ -289,54 +288,30 @@ export class Reader {
 
   /** Writes the cells of one row that `plan` keeps. */
   #readRow(tableId: number, key: Uint8Array, plan: ReadPlan, out: RowAnswer): void {
-    const { selectors, rules } = plan;
     const statements = this.#row;
     let cursor: Cursor;
-    let next = 0;
-    if (selectors === undefined) {
+    if (plan.selectors === undefined) {
       cursor = statements.all.iterate(tableId, key) as Cursor;
     } else {
-      const first = selectors[0];
+      const first = plan.selectors[0];
       if (first === undefined) return;
       cursor = statements.from.iterate(tableId, key, first.family, selectorColumn(first)) as Cursor;
     }
-    let family = '';
-    let column: Uint8Array | undefined;
-    let count = 0;
+    const cells = new CellFilter(plan);
     try {
       for (;;) {
         const step = cursor.next();
         if (step.done === true) return;
         const [cellFamily, qualifier, timestamp, value] = step.value as [string, Uint8Array, bigint, Uint8Array];
-        if (selectors !== undefined) {
-          while (next < selectors.length && selectorBefore(selectors[next] as (typeof selectors)[number], cellFamily, qualifier)) next++;
-          const selector = selectors[next];
-          if (selector === undefined) return;
-          if (!selectorMatches(selector, cellFamily, qualifier)) {
-            cursor.return?.();
-            cursor = statements.from.iterate(tableId, key, selector.family, selectorColumn(selector)) as Cursor;
-            continue;
-          }
-        }
-        const rule = rules.get(cellFamily);
-        if (rule === undefined) {
-          // A family the table no longer has: nothing of it is readable.
+        const verdict = cells.judge(cellFamily, qualifier, timestamp);
+        if (verdict === Verdict.keep) {
+          out.cell(cellFamily, qualifier, timestamp, value);
+        } else if (verdict === Verdict.seek) {
           cursor.return?.();
-          cursor = statements.from.iterate(tableId, key, `${cellFamily}\u0000`, EMPTY) as Cursor;
-          continue;
+          cursor = statements.from.iterate(tableId, key, cells.seekFamily, cells.seekColumn) as Cursor;
+        } else {
+          return;
         }
-        if (cellFamily !== family || column === undefined || !sameBytes(qualifier, column)) {
-          family = cellFamily;
-          column = qualifier;
-          count = 0;
-        }
-        if (count >= rule.limit || (rule.cutoff !== undefined && timestamp < rule.cutoff)) {
-          cursor.return?.();
-          cursor = statements.from.iterate(tableId, key, cellFamily, successor(qualifier)) as Cursor;
-          continue;
-        }
-        out.cell(cellFamily, qualifier, timestamp, value);
-        count++;
       }
     } finally {
       cursor.return?.();
@@ -360,7 +335,7 @@ export class Reader {
     const limit = decoder.u32();
     const info = this.#lookUp(instance, table);
     // The table was deleted (and maybe created again) since the scan's first chunk.
-    if (expectedId !== 0 && info.id !== expectedId) throw tableNotFound(instance, table);
+    if (expectedId !== 0 && info.id !== expectedId) throw tableNotFound({ instance, table });
     const plan = readPlan(selection, info.families, this.#now);
     const out = new RowAnswer(answers, id);
     const range = { start, end, after, limit };
@@ -378,7 +353,6 @@ export class Reader {
 
   /** Returns the last key examined when the chunk ends before the range does. */
   #scanForward(tableId: number, range: ScanRange, plan: ReadPlan, out: RowAnswer): Uint8Array | undefined {
-    const { selectors, rules } = plan;
     const statements = this.#range;
     let cursor: Cursor =
       range.after !== undefined
@@ -389,10 +363,7 @@ export class Reader {
     let rowKey: Uint8Array | undefined;
     let rows = 0;
     let examined = 0;
-    let next = 0;
-    let family = '';
-    let column: Uint8Array | undefined;
-    let count = 0;
+    const cells = new CellFilter(plan);
     try {
       for (;;) {
         const step = cursor.next();
@@ -410,41 +381,18 @@ export class Reader {
           rowKey = key;
           examined++;
           out.beginRow(0, key);
-          next = 0;
-          column = undefined;
+          cells.startRow();
         }
-        if (selectors !== undefined) {
-          while (next < selectors.length && selectorBefore(selectors[next] as (typeof selectors)[number], cellFamily, qualifier)) next++;
-          const selector = selectors[next];
-          if (selector === undefined) {
-            cursor.return?.();
-            cursor = statements.afterRow.iterate(tableId, key) as Cursor;
-            continue;
-          }
-          if (!selectorMatches(selector, cellFamily, qualifier)) {
-            cursor.return?.();
-            cursor = statements.from.iterate(tableId, key, selector.family, selectorColumn(selector)) as Cursor;
-            continue;
-          }
-        }
-        const rule = rules.get(cellFamily);
-        if (rule === undefined) {
-          cursor.return?.();
-          cursor = statements.from.iterate(tableId, key, `${cellFamily}\u0000`, EMPTY) as Cursor;
+        const verdict = cells.judge(cellFamily, qualifier, timestamp);
+        if (verdict === Verdict.keep) {
+          out.cell(cellFamily, qualifier, timestamp, value);
           continue;
         }
-        if (cellFamily !== family || column === undefined || !sameBytes(qualifier, column)) {
-          family = cellFamily;
-          column = qualifier;
-          count = 0;
-        }
-        if (count >= rule.limit || (rule.cutoff !== undefined && timestamp < rule.cutoff)) {
-          cursor.return?.();
-          cursor = statements.from.iterate(tableId, key, cellFamily, successor(qualifier)) as Cursor;
-          continue;
-        }
-        out.cell(cellFamily, qualifier, timestamp, value);
-        count++;
+        cursor.return?.();
+        cursor =
+          verdict === Verdict.seek
+            ? (statements.from.iterate(tableId, key, cells.seekFamily, cells.seekColumn) as Cursor)
+            : (statements.afterRow.iterate(tableId, key) as Cursor);
       }
     } finally {
       cursor.return?.();
@@ -478,7 +426,7 @@ export class Reader {
   #lookUpNow(instance: string, table: string): TableInfo {
     const rows = this.#table.all(instance, table) as unknown as Array<[bigint, string, bigint | null, bigint | null]>;
     const first = rows[0];
-    if (first === undefined) throw tableNotFound(instance, table);
+    if (first === undefined) throw tableNotFound({ instance, table });
     const families = new Map<string, FamilyPolicy>();
     for (const [, name, maxVersions, maxAgeSeconds] of rows) {
       families.set(name, {
@@ -498,6 +446,73 @@ interface ScanRange {
 }
 
 const EMPTY = new Uint8Array(0);
+
+/** What a CellFilter makes of one cell. */
+const Verdict = {
+  /** The read returns the cell. */
+  keep: 0,
+  /** Not the cell, nor any before the filter's seekFamily and seekColumn in the row: reopen the cursor there. */
+  seek: 1,
+  /** Nothing further in the row: the selectors are all behind it. */
+  rowDone: 2,
+} as const;
+type Verdict = (typeof Verdict)[keyof typeof Verdict];
+
+/**
+ * CellFilter judges a row's cells, in stored order, against a read's plan: the selected columns,
+ * the versions asked for and each family's retention. Reads of single rows and scans walk their
+ * cursors differently but keep the same cells of each row.
+ */
+class CellFilter {
+  /** Where the cursor reopens after a Verdict.seek. */
+  seekFamily = '';
+  seekColumn: Uint8Array = EMPTY;
+  readonly #plan: ReadPlan;
+  /** The first selector not yet behind the cells seen. */
+  #next = 0;
+  /** The column of the last cell kept or counted, and how many of its versions were kept. */
+  #family = '';
+  #column: Uint8Array | undefined;
+  #count = 0;
+
+  constructor(plan: ReadPlan) {
+    this.#plan = plan;
+  }
+
+  /** The cursor has moved on to another row. */
+  startRow(): void {
+    this.#next = 0;
+    this.#column = undefined;
+  }
+
+  judge(cellFamily: string, qualifier: Uint8Array, timestamp: bigint): Verdict {
+    const { selectors, rules } = this.#plan;
+    if (selectors !== undefined) {
+      while (this.#next < selectors.length && selectorBefore(selectors[this.#next] as (typeof selectors)[number], cellFamily, qualifier)) this.#next++;
+      const selector = selectors[this.#next];
+      if (selector === undefined) return Verdict.rowDone;
+      if (!selectorMatches(selector, cellFamily, qualifier)) return this.#seek(selector.family, selectorColumn(selector));
+    }
+    const rule = rules.get(cellFamily);
+    // A family the table no longer has: nothing of it is readable.
+    if (rule === undefined) return this.#seek(`${cellFamily}\u0000`, EMPTY);
+    if (cellFamily !== this.#family || this.#column === undefined || !sameBytes(qualifier, this.#column)) {
+      this.#family = cellFamily;
+      this.#column = qualifier;
+      this.#count = 0;
+    }
+    // The column has given what the read keeps of it: skip its older versions at once.
+    if (this.#count >= rule.limit || (rule.cutoff !== undefined && timestamp < rule.cutoff)) return this.#seek(cellFamily, successor(qualifier));
+    this.#count++;
+    return Verdict.keep;
+  }
+
+  #seek(family: string, column: Uint8Array): Verdict {
+    this.seekFamily = family;
+    this.seekColumn = column;
+    return Verdict.seek;
+  }
+}
 
 /**
  * The smallest byte string after `bytes` (itself followed by a zero byte): seeking to it skips

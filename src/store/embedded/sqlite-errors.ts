@@ -21,7 +21,3 @@ export function toStoreError(error: unknown, operation: string): StoreError {
     cause: error,
   });
 }
-
-export function tableNotFound(instance: string, table: string): StoreError {
-  return new StoreError('NOT_FOUND', `table ${instance}/${table} not found`, { resource: 'table', name: table });
-}

@@ -1,10 +1,10 @@
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
-import { StoreError, notACounter } from '../errors.ts';
+import { type StoreError, familyNotFound, notACounter, tableExists, tableNotFound } from '../errors.ts';
 import type { FamilyPolicy } from '../store.ts';
 import { type Decoder, Encoder } from './codec.ts';
 import { EMBEDDED_LIMITS } from './limits.ts';
 import { ConditionType, Kind, MutationType, RuleType, decodePolicyBound, encodeError } from './protocol.ts';
-import { tableNotFound, toStoreError } from './sqlite-errors.ts';
+import { toStoreError } from './sqlite-errors.ts';
 
 interface TableEntry {
   readonly id: number;
@@ -246,7 +246,7 @@ export class Writer {
     const name = decoder.string();
     const count = decoder.u32();
     if (this.#catalog.has(catalogKey(instance, name))) {
-      throw new StoreError('ALREADY_EXISTS', `table ${instance}/${name} exists`, { resource: 'table', name });
+      throw tableExists({ instance, table: name });
     }
     const { id } = this.#statements.insertTable.get(instance, name) as { id: number };
     const families = new Map<string, FamilyPolicy>();
@@ -287,7 +287,7 @@ export class Writer {
       const mutations = decodeMutations(decoder, familyNames);
       const missing = missingFamily(mutations, table);
       if (missing !== undefined) {
-        errors.push(familyNotFound(instance, name, missing));
+        errors.push(familyNotFound(missing, { instance, table: name }));
         continue;
       }
       // A request of one entry (every mutateRow) has the request's savepoint: no second one.
@@ -331,10 +331,10 @@ export class Writer {
     const mutations = decodeMutations(decoder, familyNames);
     const otherwise = decodeMutations(decoder, familyNames);
     for (const condition of conditions) {
-      if (condition.type !== ConditionType.rowExists && !table.families.has(condition.family)) throw familyNotFound(instance, name, condition.family);
+      if (condition.type !== ConditionType.rowExists && !table.families.has(condition.family)) throw familyNotFound(condition.family, { instance, table: name });
     }
     const missing = missingFamily(mutations, table) ?? missingFamily(otherwise, table);
-    if (missing !== undefined) throw familyNotFound(instance, name, missing);
+    if (missing !== undefined) throw familyNotFound(missing, { instance, table: name });
     const now = nowMicros();
     const matched = conditions.every((condition) => this.#holds(table, key, condition, now));
     const branch = matched ? mutations : otherwise;
@@ -369,7 +369,7 @@ export class Writer {
     const table = this.#table(instance, name);
     const key = decoder.bytes();
     const rules = decodeRules(decoder);
-    for (const rule of rules) if (!table.families.has(rule.family)) throw familyNotFound(instance, name, rule.family);
+    for (const rule of rules) if (!table.families.has(rule.family)) throw familyNotFound(rule.family, { instance, table: name });
     // Milliseconds as microseconds: the store's clock at its granularity.
     const now = nowMicros();
     const touched = new Map<string, { readonly family: string; readonly column: Buffer; value: Buffer; readonly timestamp: bigint }>();
@@ -481,7 +481,7 @@ export class Writer {
 
   #table(instance: string, name: string): TableEntry {
     const table = this.#catalog.get(catalogKey(instance, name));
-    if (table === undefined) throw tableNotFound(instance, name);
+    if (table === undefined) throw tableNotFound({ instance, table: name });
     return table;
   }
 
@@ -526,10 +526,6 @@ function counterBytes(value: bigint): Buffer {
   const bytes = Buffer.alloc(8);
   bytes.writeBigInt64BE(BigInt.asIntN(64, value));
   return bytes;
-}
-
-function familyNotFound(instance: string, table: string, family: string): StoreError {
-  return new StoreError('NOT_FOUND', `column family "${family}" not in table ${instance}/${table}`, { resource: 'columnFamily', name: family });
 }
 
 function catalogKey(instance: string, table: string): string {

@@ -1,4 +1,4 @@
-import { StoreError } from '../errors.ts';
+import { StoreError, tableNotFound } from '../errors.ts';
 import type { ChangeEvent, ChangeStart, FeedOptions, TableRef } from '../store.ts';
 import { FEED_PROGRESS_MS } from '../store.ts';
 import type { DedicatedConnection, RedisConnection } from './connection.ts';
@@ -310,8 +310,4 @@ function abortable<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
 
 function outOfRange(): StoreError {
   return new StoreError('OUT_OF_RANGE', `readChanges: the start is older than the ${REDIS_LIMITS.changeRetentionSeconds} s the store keeps changes`);
-}
-
-function tableNotFound(ref: TableRef): StoreError {
-  return new StoreError('NOT_FOUND', `table ${ref.instance}/${ref.table} not found`, { resource: 'table', name: ref.table });
 }

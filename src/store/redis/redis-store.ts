@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
-import { StoreError, callerGone, notACounter } from '../errors.ts';
+import { bounded, deadlineExceeded } from '../bounded.ts';
+import { StoreError, familyNotFound, notACounter, tableExists, tableNotFound } from '../errors.ts';
 import type {
   CallOptions,
   Condition,
@@ -25,7 +26,7 @@ import { RECORD_FAMILIES, RECORD_GENERATION, type TableKeys, type TableRecord, n
 import { REDIS_CAPABILITIES, REDIS_LIMITS } from './limits.ts';
 import { Reclaimer } from './reclaimer.ts';
 import { toStoreError } from './redis-errors.ts';
-import { Turns } from '../turns.ts';
+import { Turns } from '../../lib/turns.ts';
 import { type TableFamilies, decodeRow, packConditions, packMutations, packRules, tableFamilies } from './row-codec.ts';
 import { CHECK_AND_MUTATE_ROW, CREATE_TABLE, DELETE_TABLE, MUTATE_ROW, READ_MODIFY_WRITE_ROW, READ_ROWS, SCAN_ROWS } from './scripts.ts';
 
@@ -409,49 +410,20 @@ export class RedisStore implements DataStore {
   }
 
   /**
-   * Runs one call against the deadline and the caller's signal. node-redis cannot take back a
-   * command it has written, so the call is abandoned instead: its answer, when it comes, is
-   * dropped, and the connection stays in step.
+   * Runs one call against the deadline and the caller's signal, once the connection's first
+   * attempt has settled. node-redis cannot take back a command it has written, so the call is
+   * abandoned instead: its answer, when it comes, is dropped, and the connection stays in step.
    */
   #bounded<T>(options: CallOptions, operation: string, work: () => Promise<T>): Promise<T> {
-    const remaining = options.deadline - Date.now();
-    if (options.signal?.aborted === true) return Promise.reject(callerGone());
-    if (remaining <= 0) return Promise.reject(deadlineExceeded(operation));
-    return new Promise<T>((resolve, reject) => {
-      const { signal } = options;
-      const onAbort = () => {
-        clearTimeout(timer);
-        reject(callerGone());
-      };
-      const timer = setTimeout(() => {
-        signal?.removeEventListener('abort', onAbort);
-        reject(deadlineExceeded(operation));
-      }, remaining);
-      signal?.addEventListener('abort', onAbort, { once: true });
+    return bounded(options, { store: 'redis', operation, toStoreError: (error) => toStoreError(error, operation) }, () => {
       const connecting = this.#connection.firstAttempt;
-      const started =
-        connecting === undefined
-          ? work()
-          : connecting.then(() => {
-              if (Date.now() >= options.deadline || signal?.aborted === true) throw deadlineExceeded(operation);
-              return work();
-            });
-      started.then(
-        (value) => {
-          clearTimeout(timer);
-          signal?.removeEventListener('abort', onAbort);
-          resolve(value);
-        },
-        (error: unknown) => {
-          clearTimeout(timer);
-          signal?.removeEventListener('abort', onAbort);
-          reject(toStoreError(error, operation));
-        },
-      );
+      if (connecting === undefined) return work();
+      return connecting.then(() => {
+        if (Date.now() >= options.deadline || options.signal?.aborted === true) throw deadlineExceeded('redis', operation);
+        return work();
+      });
     });
   }
-
-
 }
 
 function generationOf(ref: TableRef, record: TableRecord): TableGeneration {
@@ -483,22 +455,6 @@ function missingConditionFamily(table: TableGeneration, conditions: readonly Con
   return undefined;
 }
 
-function familyNotFound(family: string): StoreError {
-  return new StoreError('NOT_FOUND', `column family "${family}" not in the table`, { resource: 'columnFamily', name: family });
-}
-
 function cacheKey(ref: TableRef): string {
   return `${ref.instance}/${ref.table}`;
-}
-
-function tableNotFound(ref: TableRef): StoreError {
-  return new StoreError('NOT_FOUND', `table ${ref.instance}/${ref.table} not found`, { resource: 'table', name: ref.table });
-}
-
-function tableExists(ref: TableRef): StoreError {
-  return new StoreError('ALREADY_EXISTS', `table ${ref.instance}/${ref.table} exists`, { resource: 'table', name: ref.table });
-}
-
-function deadlineExceeded(operation: string): StoreError {
-  return new StoreError('DEADLINE_EXCEEDED', `redis ${operation}: no answer before the deadline`);
 }

@@ -1,5 +1,5 @@
 import type { Transaction } from '@google-cloud/spanner';
-import type { Turns } from '../turns.ts';
+import type { Turns } from '../../lib/turns.ts';
 import type { CommitEncoder } from './commit-request.ts';
 import type { CellRange, CellRecord, CellWrite } from './row-writes.ts';
 

@@ -1,6 +1,6 @@
 import Joi from 'joi';
 import type { StoreDriver } from '../driver.ts';
-import { readableFile, projectId } from '../driver-settings.ts';
+import { credentialsFile, emulatorHost, projectId } from '../driver-settings.ts';
 import { SPANNER_CAPABILITIES, SPANNER_LIMITS } from './limits.ts';
 
 export interface SpannerSettings {
@@ -21,16 +21,8 @@ const settings = Joi.object<SpannerSettings>({
     .pattern(/^[a-z][-a-z0-9]{0,62}[a-z0-9]$/)
     .required()
     .messages({ 'string.pattern.base': '{{#label}} "{{#value}}" is not a Spanner instance ID (2-64 lowercase letters, digits and hyphens, starting with a letter)' }),
-  emulatorHost: Joi.string()
-    .trim()
-    .pattern(/^[A-Za-z0-9.-]+:([1-9][0-9]{0,4})$/)
-    .messages({ 'string.pattern.base': '{{#label}} must be host:port, got "{{#value}}"' }),
-  // Against the emulator no credentials are read at all, so the file is neither checked nor kept.
-  credentialsFile: Joi.when('emulatorHost', {
-    is: Joi.exist(),
-    then: Joi.any().strip(),
-    otherwise: Joi.string().trim().custom(readableFile),
-  }),
+  emulatorHost,
+  credentialsFile,
 });
 
 /** spannerDriver serves kvcrud instances as databases of one Cloud Spanner instance through @google-cloud/spanner. */

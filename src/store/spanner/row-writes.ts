@@ -1,7 +1,7 @@
 import { hash } from 'node:crypto';
 import { StoreError } from '../errors.ts';
 import type { FamilyPolicy, Micros, RowMutations } from '../store.ts';
-import type { Turns } from '../turns.ts';
+import type { Turns } from '../../lib/turns.ts';
 import { BYTES_PER_COMMIT, MUTATIONS_PER_COMMIT } from './limits.ts';
 
 /** A key range of kvcrud_cells, as the client's KeyRange takes it. */

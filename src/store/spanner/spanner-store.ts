@@ -3,7 +3,8 @@ import { type Database, type Instance, type Snapshot, Spanner, type SpannerOptio
 import { credentials, status as GrpcStatus } from '@grpc/grpc-js';
 import type { Logger } from 'pino';
 import { ClientStart } from '../client-start.ts';
-import { StoreError, callerGone, failing } from '../errors.ts';
+import { bounded, deadlineExceeded } from '../bounded.ts';
+import { StoreError, callerGone, failing, familyNotFound, tableExists, tableNotFound } from '../errors.ts';
 import type {
   CallOptions,
   Cell,
@@ -27,7 +28,7 @@ import type {
 import { queueWrites } from './client-messages.ts';
 import { commitEncoder } from './commit-request.ts';
 import { tolerateSpannerClientRejections } from './client-rejections.ts';
-import { Turns } from '../turns.ts';
+import { Turns } from '../../lib/turns.ts';
 import { SPANNER_CAPABILITIES, SPANNER_LIMITS } from './limits.ts';
 import { type CellRow, RowAssembler, selectedFamilies } from './row-reads.ts';
 import { type StoredVersion, applyRules, checkFamilies, columnKey, columnsToCompare, conditionRanges, conditionReadLimit, conditionsHold, isLive, liveColumns, ruleColumns } from './row-checks.ts';
@@ -383,7 +384,7 @@ export class SpannerStore implements DataStore {
       };
       const timer = setTimeout(() => {
         this.#suspect();
-        stop(deadlineExceeded('scanRows'));
+        stop(deadlineExceeded('spanner', 'scanRows'));
       }, Math.max(0, options.deadline - Date.now()));
       const onAbort = () => stop(callerGone());
       options.signal?.addEventListener('abort', onAbort, { once: true });
@@ -756,11 +757,11 @@ export class SpannerStore implements DataStore {
     return this.#queue.run(() => {
       if (options.signal?.aborted === true) return Promise.reject(callerGone());
       const timeout = remaining(options);
-      if (timeout <= 0) return Promise.reject(deadlineExceeded('transaction'));
+      if (timeout <= 0) return Promise.reject(deadlineExceeded('spanner', 'transaction'));
       return database.runTransactionAsync({ timeout }, async (transaction) => {
         // A call abandoned at its deadline may get its session much later (Spanner was
         // unreachable): it must not write then, behind its caller's back.
-        if (Date.now() >= options.deadline || options.signal?.aborted === true) throw deadlineExceeded('transaction');
+        if (Date.now() >= options.deadline || options.signal?.aborted === true) throw deadlineExceeded('spanner', 'transaction');
         try {
           return await work(transaction);
         } catch (error) {
@@ -778,41 +779,25 @@ export class SpannerStore implements DataStore {
    * back is abandoned instead: its answer, when it comes, is dropped.
    */
   #bounded<T>(options: CallOptions, operation: string, work: () => Promise<T>): Promise<T> {
-    const left = options.deadline - Date.now();
-    if (options.signal?.aborted === true) return Promise.reject(callerGone());
-    if (left <= 0) return Promise.reject(deadlineExceeded(operation));
-    if (this.#unreachable !== undefined) return Promise.reject(new StoreError('UNAVAILABLE', `spanner ${operation}: Spanner is unreachable (${this.#unreachable})`));
-    return new Promise<T>((resolve, reject) => {
-      const { signal } = options;
-      const onAbort = () => {
-        clearTimeout(timer);
-        reject(callerGone());
-      };
-      const timer = setTimeout(() => {
-        signal?.removeEventListener('abort', onAbort);
+    return bounded(
+      options,
+      {
+        store: 'spanner',
+        operation,
+        refuse: () => (this.#unreachable === undefined ? undefined : new StoreError('UNAVAILABLE', `spanner ${operation}: Spanner is unreachable (${this.#unreachable})`)),
         // Still starting the client (loading credentials): no call has reached Spanner.
-        if (this.#clients.starting) {
-          reject(new StoreError('UNAVAILABLE', `spanner ${operation}: the client did not start before the deadline (its credentials did not load: check the credentials file, or that the metadata server answers)`));
-          return;
-        }
-        this.#suspect();
-        reject(deadlineExceeded(operation));
-      }, left);
-      signal?.addEventListener('abort', onAbort, { once: true });
-      work().then(
-        (value) => {
-          clearTimeout(timer);
-          signal?.removeEventListener('abort', onAbort);
-          resolve(value);
-        },
-        (error: unknown) => {
-          clearTimeout(timer);
-          signal?.removeEventListener('abort', onAbort);
+        unreached: () =>
+          this.#clients.starting
+            ? new StoreError('UNAVAILABLE', `spanner ${operation}: the client did not start before the deadline (its credentials did not load: check the credentials file, or that the metadata server answers)`)
+            : undefined,
+        onTimeout: () => this.#suspect(),
+        toStoreError: (error) => {
           this.#forgetIfGone(error);
-          reject(toStoreError(error, operation));
+          return toStoreError(error, operation);
         },
-      );
-    });
+      },
+      work,
+    );
   }
 }
 
@@ -914,10 +899,6 @@ function missingFamily(table: CatalogTable, mutations: readonly Mutation[]): Sto
   return undefined;
 }
 
-function familyNotFound(family: string): StoreError {
-  return new StoreError('NOT_FOUND', `column family "${family}" not in the table`, { resource: 'columnFamily', name: family });
-}
-
 /**
  * Call settings for one RPC of a call: its deadline, and no retries of the client's own. A
  * Spanner that does not answer is reported at once (503), as for Bigtable, instead of being
@@ -939,16 +920,4 @@ function splitHostPort(hostPort: string | undefined): [string | undefined, numbe
   if (hostPort === undefined) return [undefined, undefined];
   const colon = hostPort.lastIndexOf(':');
   return [hostPort.slice(0, colon), Number(hostPort.slice(colon + 1))];
-}
-
-function tableNotFound(ref: TableRef): StoreError {
-  return new StoreError('NOT_FOUND', `table ${ref.instance}/${ref.table} not found`, { resource: 'table', name: ref.table });
-}
-
-function tableExists(ref: TableRef): StoreError {
-  return new StoreError('ALREADY_EXISTS', `table ${ref.instance}/${ref.table} exists`, { resource: 'table', name: ref.table });
-}
-
-function deadlineExceeded(operation: string): StoreError {
-  return new StoreError('DEADLINE_EXCEEDED', `spanner ${operation}: no answer before the deadline`);
 }

@@ -1,7 +1,7 @@
 import type { Transaction } from '@google-cloud/spanner';
 import type { Micros } from '../store.ts';
 import { keySetOf } from './client-messages.ts';
-import type { Turns } from '../turns.ts';
+import type { Turns } from '../../lib/turns.ts';
 import { type CellRange, type ColumnRef, columnId } from './row-writes.ts';
 
 /**

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { cbt } from '../../support/cbt.ts';
 import { emulatorHost } from '../../support/emulator.ts';
-import { bigtableHarness } from '../../support/stores.ts';
+import { harness as bigtableHarness } from '../../support/harnesses/bigtable.ts';
 import { useTestApp } from '../../support/test-app.ts';
 
 /**

@@ -1,9 +1,11 @@
 import { expect } from 'chai';
 import { isStoreError } from '../../../src/store/errors.ts';
 import type { DataStore, Mutation } from '../../../src/store/store.ts';
-import { embeddedHarness } from '../../support/stores.ts';
+import type { DriverHarness } from '../../support/driver-harness.ts';
+import { harness as embeddedHarness } from '../../support/harnesses/embedded.ts';
 
 describe('embedded store: a write whose caller has gone', () => {
+  let harness: DriverHarness;
   let store: DataStore;
   const ref = { instance: 'local', table: 'gone' };
   const cell = (value: string): Mutation => ({ type: 'set', family: 'cf', column: Buffer.from('c'), value: Buffer.from(value), timestampMicros: 1_000_000n });
@@ -11,11 +13,12 @@ describe('embedded store: a write whose caller has gone', () => {
   const options = () => ({ deadline: Date.now() + 5000 });
 
   before(async function () {
-    store = await embeddedHarness(this).open(['local']);
+    harness = await embeddedHarness.make(this);
+    store = await harness.open(['local']);
     await store.createTable(ref, [{ name: 'cf' }], options());
   });
   after(async () => {
-    await store.close();
+    await harness.close(store);
   });
 
   it('is skipped when the caller goes while it waits for the group commit; the others of the batch commit', async () => {

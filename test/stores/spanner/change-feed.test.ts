@@ -7,7 +7,7 @@ import type { ChangeEvent, ChangeStart, DataStore, TableRef } from '../../../src
 import { randomInstanceId } from '../../support/driver-harness.ts';
 import { spannerSide } from '../../support/spanner-sql.ts';
 import { requireSpanner, sharedSpannerEmulator } from '../../support/spanner-emulator.ts';
-import { TEST_PROJECT } from '../../support/stores.ts';
+import { TEST_PROJECT } from '../../support/emulator.ts';
 
 const call = () => ({ deadline: Date.now() + 30_000 });
 const set = (family: string, column: string, value: string, timestampMicros: bigint) =>

@@ -38,7 +38,7 @@ describe('spanner: conditional mutations and counters against the contract model
   const call = (): CallOptions => ({ deadline: Date.now() + 60_000 });
 
   before(async function () {
-    store = await side.harness(this).open([instance]);
+    store = await (await side.harness.make(this)).open([instance]);
   });
   after(async () => {
     await store.close();
@@ -126,7 +126,7 @@ describe('spanner: checks of existence that read one cell', () => {
   const call = (): CallOptions => ({ deadline: Date.now() + 60_000 });
 
   before(async function () {
-    store = await side.harness(this).open([instance]);
+    store = await (await side.harness.make(this)).open([instance]);
   });
   after(async () => {
     await store.close();

@@ -48,7 +48,7 @@ describe('spanner: counters and conditions, cross-checked with Spanner SQL', fun
   const increment = (family: string, name: string, amount: bigint) => ({ type: 'increment' as const, family, column: Buffer.from(name), amount });
 
   before(async function () {
-    const harness = side.harness(this);
+    const harness = await side.harness.make(this);
     for (let i = 0; i < 2; i++) stores.push(await harness.open([instance]));
     store = stores[0] as DataStore;
     await store.createTable(ref, [{ name: 'n' }, { name: 'hour', maxVersions: 1, maxAgeSeconds: 3600 }], call());

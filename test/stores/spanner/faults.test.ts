@@ -4,7 +4,7 @@ import { SpannerStore } from '../../../src/store/spanner/spanner-store.ts';
 import { closedPort } from '../../support/fake-backends.ts';
 import { spannerTestInstance } from '../../support/harnesses/spanner.ts';
 import { type SpannerEmulator, requireSpanner, spawnSpannerEmulator } from '../../support/spanner-emulator.ts';
-import { TEST_PROJECT } from '../../support/stores.ts';
+import { TEST_PROJECT } from '../../support/emulator.ts';
 import { type TestApp, startTestApp } from '../../support/test-app.ts';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -27,10 +27,13 @@ describe('spanner: the emulator killed under load, then a new one started on the
     app = await startTestApp({
       storeTimeoutMs: STORE_TIMEOUT_MS,
       harness: {
-        name: 'spanner',
-        capabilities: { fastWideWrites: true },
-        open: (instances) =>
-          Promise.resolve(SpannerStore.open({ projectId: TEST_PROJECT, instance: spannerTestInstance(), emulatorHost: host, instances, logger: pino({ level: process.env['SPANNER_TEST_LOG'] ?? 'silent' }, pino.destination(2)) })),
+        driver: 'spanner',
+        harness: {
+          traits: { fastWideWrites: true, propertyRuns: 25 },
+          open: (instances) =>
+            Promise.resolve(SpannerStore.open({ projectId: TEST_PROJECT, instance: spannerTestInstance(), emulatorHost: host, instances, logger: pino({ level: process.env['SPANNER_TEST_LOG'] ?? 'silent' }, pino.destination(2)) })),
+          close: (store) => store.close(),
+        },
       },
     });
     const api = app.api;

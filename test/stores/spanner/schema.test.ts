@@ -5,7 +5,7 @@ import { SCHEMA_VERSION } from '../../../src/store/spanner/schema.ts';
 import { randomInstanceId } from '../../support/driver-harness.ts';
 import { spannerSide } from '../../support/spanner-sql.ts';
 import { requireSpanner, sharedSpannerEmulator } from '../../support/spanner-emulator.ts';
-import { TEST_PROJECT } from '../../support/stores.ts';
+import { TEST_PROJECT } from '../../support/emulator.ts';
 
 const call = () => ({ deadline: Date.now() + 30_000 });
 

@@ -6,7 +6,7 @@ import { randomInstanceId } from '../../support/driver-harness.ts';
 import { spannerTestInstance } from '../../support/harnesses/spanner.ts';
 import { type ServiceProcess, cleanEnv, runService } from '../../support/service-process.ts';
 import { requireSpanner, sharedSpannerEmulator } from '../../support/spanner-emulator.ts';
-import { TEST_PROJECT } from '../../support/stores.ts';
+import { TEST_PROJECT } from '../../support/emulator.ts';
 
 /**
  * The service as it runs in production (its own process, configured by a STORES_FILE) with a

@@ -1,9 +1,8 @@
 import { BigtableStore } from '../../../src/store/bigtable/bigtable-store.ts';
 import { ChangeStreamStandIn } from '../change-stream-stand-in.ts';
 import type { DriverHarnessFactory } from '../driver-harness.ts';
-import { emulatorHost } from '../emulator.ts';
+import { TEST_PROJECT, emulatorHost } from '../emulator.ts';
 import { RecordingFront } from '../recording-front.ts';
-import { TEST_PROJECT } from '../stores.ts';
 
 let served: Promise<{ standIn: ChangeStreamStandIn; front: RecordingFront }> | undefined;
 

@@ -1,8 +1,7 @@
 import { pino } from 'pino';
 import { bigtableDriver } from '../../../src/store/bigtable/driver.ts';
 import type { DriverHarnessFactory } from '../driver-harness.ts';
-import { emulatorHost } from '../emulator.ts';
-import { TEST_PROJECT } from '../stores.ts';
+import { TEST_PROJECT, emulatorHost } from '../emulator.ts';
 
 /**
  * Bigtable on the emulator the test run started (test/support/emulator.ts), opened through its

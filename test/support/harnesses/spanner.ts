@@ -2,8 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { pino } from 'pino';
 import { spannerDriver } from '../../../src/store/spanner/driver.ts';
 import { missingBackend, type DriverHarnessFactory } from '../driver-harness.ts';
+import { TEST_PROJECT } from '../emulator.ts';
 import { SPANNER_EMULATOR, sharedSpannerEmulator, spannerEmulatorAvailable } from '../spanner-emulator.ts';
-import { TEST_PROJECT } from '../stores.ts';
 
 /**
  * Spanner on the run's emulator (test/support/spanner-emulator.ts), opened through its driver.
