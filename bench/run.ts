@@ -1,6 +1,7 @@
 /**
  * `npm run bench`: the service's throughput, latency, CPU and memory, next to the ceiling and to
- * a naive proxy (bench/naive-proxy.ts) measured in the same run. See bench/README.md. Options:
+ * a naive proxy (bench/naive-proxy.ts) measured in the same run, and, on Redis, beside Webdis when it
+ * is installed (bench/webdis.ts). See bench/README.md. Options:
  *   --duration S      measured seconds per load (default 10)
  *   --warmup S        unmeasured seconds before each load (default 2)
  *   --cases LIST      read,insert,mix (v1), v2read,v2write,v2scan,v2batchget, v2increment[-hot],
