@@ -18,6 +18,8 @@ export type HttpLoad = {
   readonly newKey: () => string;
   /** How long a request may take before it counts as failed (default 10 s). */
   readonly timeoutSeconds?: number;
+  /** Each next request, in place of the case's kvcrud request: for a peer with an API of its own (Webdis). */
+  readonly request?: () => { method: 'GET' | 'POST' | 'PUT'; path: string; headers?: Record<string, string>; body?: string };
 } & ({ readonly durationSeconds: number } | { readonly requests: number });
 
 /** The HTTP request for one readCellData of an existing row. */
@@ -125,7 +127,7 @@ export async function runHttpLoad(load: HttpLoad): Promise<LoadResult> {
     timeout: load.timeoutSeconds ?? 10,
     requests: [
       {
-        setupRequest: (request) => ({ ...request, ...nextRequest(load) }),
+        setupRequest: (request) => ({ ...request, ...(load.request?.() ?? nextRequest(load)) }),
       },
     ],
   }, (error: Error | null) => finish(error));

@@ -1,6 +1,7 @@
 /**
  * `npm run bench`: the service's throughput, latency, CPU and memory, next to the ceiling and to
- * a naive proxy (bench/naive-proxy.ts) measured in the same run. See bench/README.md. Options:
+ * a naive proxy (bench/naive-proxy.ts) measured in the same run, and, on Redis, beside Webdis when it
+ * is installed (bench/webdis.ts). See bench/README.md. Options:
  *   --duration S      measured seconds per load (default 10)
  *   --warmup S        unmeasured seconds before each load (default 2)
  *   --cases LIST      read,insert,mix (v1), v2read,v2write,v2scan,v2batchget, v2increment[-hot],
@@ -26,8 +27,9 @@ import type { ClosedLoopLoad, LoadResult } from './measure.ts';
 import { type SelfTime, formatSelfTime, topSelfTime } from './profile-summary.ts';
 import { CpuMeter, RssSampler } from './proc-stats.ts';
 import { type RedisTableKeys, readRedisRow, redisClient, runRedisCeiling } from './redis-ceiling.ts';
+import { type Webdis, spawnWebdis, webdisAvailable, webdisHGetAllRequest } from './webdis.ts';
 import { readSpannerRow, runSpannerCeiling, spannerClient, spannerTableId } from './spanner-ceiling.ts';
-import { CASES, CASE_LABELS, CELLS, type CaseName, FAMILY, PRELOADED_ROWS, SCAN_PAGE_ROWS, TABLE, V1_CASES, newKeys, preloadedKey } from './workload.ts';
+import { CASES, CASE_LABELS, CELLS, type CaseName, FAMILY, PRELOADED_ROWS, SCAN_PAGE_ROWS, TABLE, V1_CASES, newKeys, preloadedKey, randomExistingKey } from './workload.ts';
 
 const ROOT = new URL('../', import.meta.url).pathname;
 const PROJECT = 'kvcrud-bench';
@@ -83,6 +85,10 @@ interface CaseResult {
   readonly koaFloor?: ServerMeasured;
   /** Server CPU per request over the floor's: kvcrud's, the naive proxy's and the Koa floor's. */
   readonly overFloor?: { readonly service: number; readonly naive: number; readonly koa: number };
+  /** Webdis on the same redis-server, `GET /HGETALL/<row hash>` of the same rows (Redis, v2read). */
+  readonly webdis?: ServerMeasured;
+  /** kvcrud / Webdis: throughput, and server CPU per request (kvcrud's service over the webdis process). */
+  readonly vsWebdis?: { readonly reqPerSec: number; readonly cpu: number };
   /** 1-minute load average when the case started: how busy the shared machine was. */
   readonly loadAverage: number;
 }
@@ -114,6 +120,8 @@ interface StoreBench {
   readonly ceiling?: Ceiling;
   /** For the v1 cases, after the ceiling (Bigtable only). */
   readonly baselines?: Baselines;
+  /** The HTTP peer measured beside the v2 get (Redis, when webdis is installed), and the hash key of a row. */
+  readonly peer?: { readonly webdis: Webdis; readonly hashKey: (rowKey: string) => string };
 }
 
 const machine = {
@@ -214,6 +222,7 @@ async function benchRedis(): Promise<void> {
   const service = await startService('redis', { STORES_FILE: storesFile });
   const client = redisClient(redis.url);
   await client.connect();
+  let webdis: Webdis | undefined;
   try {
     await createTable(service.baseUrl, REDIS_INSTANCE);
     await inBatches(PRELOADED_ROWS, 50, (index) => send(service.baseUrl, insertRequest(REDIS_INSTANCE, preloadedKey(index))));
@@ -224,13 +233,37 @@ async function benchRedis(): Promise<void> {
     await checkService(service.baseUrl, 'redis', REDIS_INSTANCE);
     const ceiling: Ceiling = (load) => runRedisCeiling({ ...load, client, table });
     const backend = { name: 'redis', pid: redis.process.pid ?? 0 };
-    await benchCases({ store: 'redis', instance: REDIS_INSTANCE, service, backend, ceiling });
+    const hashKey = (rowKey: string) => `${table.tag}:r:${rowKey}`;
+    if (cases.includes('v2read')) webdis = await startWebdis(redis.port, hashKey);
+    const peer = webdis === undefined ? undefined : { webdis, hashKey };
+    await benchCases({ store: 'redis', instance: REDIS_INSTANCE, service, backend, ceiling, ...(peer === undefined ? {} : { peer }) });
   } finally {
+    await webdis?.stop();
     await client.close();
     await stopService(service, 'redis');
     await redis.stop();
     rmSync(directory, { recursive: true, force: true });
   }
+}
+
+/**
+ * Webdis on the bench's redis-server, checked to read a preloaded row whole; none, said so, when
+ * webdis is not installed (scripts/install-webdis.sh).
+ */
+async function startWebdis(redisPort: number, hashKey: (rowKey: string) => string): Promise<Webdis | undefined> {
+  if (!webdisAvailable()) {
+    process.stdout.write('          webdis is not installed (scripts/install-webdis.sh): the Redis peer is skipped\n');
+    return undefined;
+  }
+  const webdis = await spawnWebdis(redisPort);
+  const request = webdisHGetAllRequest(hashKey(preloadedKey(0)));
+  const answer = (await (await fetch(`${webdis.baseUrl}${request.path}`)).json()) as { HGETALL?: Record<string, string> };
+  const fields = Object.keys(answer.HGETALL ?? {}).length;
+  if (fields !== CELLS.length) {
+    await webdis.stop();
+    throw new Error(`webdis read ${fields} fields of a preloaded row, expected ${CELLS.length}`);
+  }
+  return webdis;
 }
 
 /**
@@ -310,7 +343,9 @@ async function benchCases(bench: StoreBench): Promise<void> {
       const loadAverage = round(loadavg()[0] ?? 0);
       const labels = { store: bench.store, case: caseName, operation: CASE_LABELS[caseName], connections: count };
       if (bench.ceiling === undefined || !V1_CASES.includes(caseName)) {
-        record({ ...labels, service: await measureServer(bench, bench.service, caseName, count), loadAverage });
+        const service = await measureServer(bench, bench.service, caseName, count);
+        const peer = bench.peer !== undefined && caseName === 'v2read' ? await measureWebdis(bench, bench.peer, count, service) : {};
+        record({ ...labels, service, ...peer, loadAverage });
         continue;
       }
       const ceiling = await measureCeiling(bench.ceiling, bench.backend, caseName, count);
@@ -353,6 +388,27 @@ async function measureServer(bench: StoreBench, server: ServiceProcess, caseName
   const peakRssMb = sampler.stop();
   serverAlive(server, pid, caseName);
   return { ...result, cpuMicrosPerRequest: cpu.perOperation(result.ok + result.errors), peakRssMb };
+}
+
+/**
+ * Webdis under the same load generator and connections as the service's v2 get, reading the same
+ * rows' hashes, with its CPU and redis-server's per request; and kvcrud over it.
+ */
+async function measureWebdis(bench: StoreBench, peer: NonNullable<StoreBench['peer']>, count: number, service: ServerMeasured) {
+  const { store, instance } = bench;
+  const load = { baseUrl: peer.webdis.baseUrl, store, instance, caseName: 'v2read' as const, connections: count, request: () => webdisHGetAllRequest(peer.hashKey(randomExistingKey())) };
+  if (warmupSeconds > 0) await runHttpLoad({ ...load, durationSeconds: warmupSeconds, newKey: newKeys('warm') });
+  const pid = peer.webdis.process.pid ?? 0;
+  const sampler = new RssSampler(pid);
+  const cpu = new CpuMeter({ loadGenerator: process.pid, webdis: pid, ...backendPid(bench.backend) });
+  sampler.start();
+  cpu.start();
+  const result = await runHttpLoad({ ...load, durationSeconds, newKey: newKeys('webdis') });
+  const peakRssMb = sampler.stop();
+  if (peer.webdis.process.exitCode !== null || peer.webdis.process.signalCode !== null) throw new Error(`webdis ended during the v2read load at ${count} connections`);
+  const webdis: ServerMeasured = { ...result, cpuMicrosPerRequest: cpu.perOperation(result.ok + result.errors), peakRssMb };
+  const vsWebdis = { reqPerSec: round(service.reqPerSec / webdis.reqPerSec), cpu: round(serverCpu(service) / (webdis.cpuMicrosPerRequest['webdis'] ?? 1)) };
+  return { webdis, vsWebdis };
 }
 
 /** The naive proxy and the two floors under the same load as the service, and the service over them. */
@@ -464,6 +520,14 @@ function printRow(result: CaseResult): void {
         `          kvcrud / naive proxy: req/s ${fixed(vsNaive.reqPerSec)}, p99 ${fixed(vsNaive.p99)}, server CPU per request ${fixed(vsNaive.cpu)}, peak RSS ${fixed(vsNaive.peakRss)}\n`,
     );
   }
+  const { webdis, vsWebdis } = result;
+  if (webdis !== undefined && vsWebdis !== undefined) {
+    process.stdout.write(
+      `          webdis (GET /HGETALL/<row hash>): ${webdis.reqPerSec} req/s, p50 ${fixed(webdis.latencyMs.p50)} ms, p99 ${fixed(webdis.latencyMs.p99)} ms, ` +
+        `max ${fixed(webdis.latencyMs.max)} ms, err ${webdis.errors}, RSS ${webdis.peakRssMb} MB, CPU µs/request ${cpu(webdis)}\n` +
+        `          kvcrud / webdis: req/s ${fixed(vsWebdis.reqPerSec)}, server CPU per request ${fixed(vsWebdis.cpu)}\n`,
+    );
+  }
   const { floor, koaFloor, overFloor } = result;
   if (floor !== undefined && koaFloor !== undefined && overFloor !== undefined) {
     const line = (name: string, load: ServerMeasured) =>
@@ -474,7 +538,7 @@ function printRow(result: CaseResult): void {
         `          server CPU per request / floor's: kvcrud ${fixed(overFloor.service)}, naive proxy ${fixed(overFloor.naive)}, floor on Koa ${fixed(overFloor.koa)}\n`,
     );
   }
-  for (const load of [result.ceiling, service, result.naive, result.floor, result.koaFloor]) {
+  for (const load of [result.ceiling, service, result.naive, result.floor, result.koaFloor, result.webdis]) {
     if (load?.firstError !== undefined) process.stdout.write(`          first error: ${load.firstError}\n`);
   }
 }
@@ -495,6 +559,7 @@ function printTargets(): void {
   }
   check('embedded readCellData ≥ 5,000 req/s at 32', at32('embedded', 'read')?.service.reqPerSec, (v) => v >= 5000);
   check(`redis ${CASE_LABELS.read} ≥ 0.7 × node-redis in-process at 32`, at32('redis', 'read')?.ratio?.reqPerSec, (v) => v >= 0.7);
+  check('redis v2 get: server CPU per request ≤ 2.5 × Webdis\'s at 32', at32('redis', 'v2read')?.vsWebdis?.cpu, (v) => v <= 2.5, '×');
   check('embedded insertData ≥ 2,000 durable writes/s at 32', at32('embedded', 'insert')?.service.reqPerSec, (v) => v >= 2000);
   for (const [caseName, throughput] of [['read', 1.25], ['insert', 1.5]] as const) {
     const vsNaive = at32('bigtable', caseName)?.vsNaive;
