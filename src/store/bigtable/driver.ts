@@ -9,6 +9,8 @@ export interface BigtableSettings {
   readonly emulatorHost?: string;
   /** A service account key file; otherwise application default credentials (Workload Identity on GKE). */
   readonly credentialsFile?: string;
+  /** Whether single-row writes of one event-loop turn go out together as one MutateRows (default true). */
+  readonly coalesce?: boolean;
 }
 
 const settings = Joi.object<BigtableSettings>({
@@ -23,6 +25,7 @@ const settings = Joi.object<BigtableSettings>({
     then: Joi.any().strip(),
     otherwise: Joi.string().trim().custom(readableFile),
   }),
+  coalesce: Joi.boolean(),
 });
 
 /** bigtableDriver serves Cloud Bigtable instances through the official client's generated gRPC clients. */
@@ -38,6 +41,7 @@ export const bigtableDriver: StoreDriver<BigtableSettings> = {
     projectId: env['GOOGLE_CLOUD_PROJECT'],
     emulatorHost: env['BIGTABLE_EMULATOR_HOST'],
     credentialsFile: env['GOOGLE_APPLICATION_CREDENTIALS'],
+    coalesce: env['BIGTABLE_COALESCE'],
   }),
   capabilities: BIGTABLE_CAPABILITIES,
   limits: BIGTABLE_LIMITS,
