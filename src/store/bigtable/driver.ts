@@ -49,8 +49,13 @@ export const bigtableDriver: StoreDriver<BigtableSettings> = {
     projectId: bigtable.projectId,
     ...(bigtable.emulatorHost === undefined ? { credentials: bigtable.credentialsFile ?? 'application default' } : { emulatorHost: bigtable.emulatorHost }),
   }),
-  open: async (store) => {
+  open: async (store, context) => {
     const { BigtableStore } = await import('./bigtable-store.ts');
-    return new BigtableStore({ ...store.settings, instanceIds: store.instances });
+    const { onBatch } = context;
+    return new BigtableStore({
+      ...store.settings,
+      instanceIds: store.instances,
+      ...(onBatch === undefined ? {} : { onBatch: (operation: string, size: number) => onBatch(store.name, operation, size) }),
+    });
   },
 };
