@@ -41,8 +41,10 @@ import { rowRange } from './row-ranges.ts';
 import { type Families, SchemaCache } from './schema-cache.ts';
 import { Turns } from '../turns.ts';
 import { WriteBatches, type WriteSender } from './write-batches.ts';
+import { ReadBatches, type ReadSender } from './read-batches.ts';
 
 type ReadRowsRequest = protos.google.bigtable.v2.IReadRowsRequest;
+type RowFilter = protos.google.bigtable.v2.IRowFilter;
 type CheckAndMutateRowResponse = protos.google.bigtable.v2.ICheckAndMutateRowResponse;
 type ReadModifyWriteRowResponse = protos.google.bigtable.v2.IReadModifyWriteRowResponse;
 
@@ -62,7 +64,8 @@ export interface BigtableStoreOptions {
   changeStreamHost?: string;
   /**
    * Whether single-row writes made in the same turn of the event loop go out together, per
-   * table, as one MutateRows (WriteBatches). On unless false.
+   * table, as one MutateRows (WriteBatches), and single-key reads per table and filter as one
+   * ReadRows (ReadBatches). On unless false.
    */
   coalesce?: boolean;
   /** Told the size of each coalesced call as it goes out (1 for a call made alone). */
@@ -125,6 +128,8 @@ export class BigtableStore implements DataStore {
   #changeStreamStub: Promise<BigtableStub> | undefined;
   /** Single-row writes of one turn, sent together per table; undefined when coalescing is off. */
   readonly #writes: WriteBatches | undefined;
+  /** Single-key reads of one turn, read together per table and filter; undefined when coalescing is off. */
+  readonly #reads: ReadBatches<RowFilter> | undefined;
 
   constructor(options: BigtableStoreOptions) {
     this.#projectId = options.projectId;
@@ -135,6 +140,7 @@ export class BigtableStore implements DataStore {
     this.#rulesApplyOneByOne = options.emulatorHost !== undefined;
     this.#changeStream = options.emulatorHost === undefined;
     this.#writes = options.coalesce === false ? undefined : new WriteBatches(this.limits, this.#writeSender(options.onBatch));
+    this.#reads = options.coalesce === false ? undefined : new ReadBatches(this.limits, this.#readSender(options.onBatch));
 
     // The Bigtable class only computes the clients' settings here (endpoint, channel pool, scopes).
     const clientOptions: BigtableOptions & Record<`grpc.${string}`, unknown> = {
@@ -177,6 +183,24 @@ export class BigtableStore implements DataStore {
       },
       failure: (tableName, error) => toStoreError(error, 'mutateRow', { resource: 'table', name: tableOf(tableName) }),
       ...(onBatch === undefined ? {} : { sent: (size: number) => onBatch('mutateRow', size) }),
+    };
+  }
+
+  #readSender(onBatch: ((operation: 'mutateRow' | 'readRows', size: number) => void) | undefined): ReadSender<RowFilter> {
+    return {
+      single: async (tableName, key, filter, options) => {
+        const rows = await withRetry(options, 'readRows', { resource: 'table', name: tableOf(tableName) }, () =>
+          this.#collectRows({ tableName, rows: { rowKeys: [key] }, filter }, options),
+        );
+        return rows[0] ?? null;
+      },
+      batch: async (tableName, keys, filter, options, onRow) => {
+        await withRetry(options, 'readRows', { resource: 'table', name: tableOf(tableName) }, async () => {
+          const rowKeys = keys();
+          if (rowKeys.length > 0) await this.#collectRows({ tableName, rows: { rowKeys }, filter }, options, onRow);
+        });
+      },
+      ...(onBatch === undefined ? {} : { sent: (size: number) => onBatch('readRows', size) }),
     };
   }
 
@@ -315,9 +339,12 @@ export class BigtableStore implements DataStore {
     const unique = keys.length === 1 ? keys.filter((key) => key.length > 0) : [...new Map(keys.filter((key) => key.length > 0).map((key) => [key.toString('latin1'), key])).values()];
     if (unique.length === 0) return keys.map(() => null);
 
-    const rows = await withRetry(options, 'readRows', { resource: 'table', name: ref.table }, () =>
-      this.#collectRows({ tableName, rows: { rowKeys: unique }, filter: readFilter(selection, families, Date.now()) }, options),
-    );
+    const filter = readFilter(selection, families, Date.now());
+    if (keys.length === 1 && this.#reads !== undefined) {
+      checkCallable(options);
+      return [await this.#reads.read(tableName, JSON.stringify(filter), unique[0] as Buffer, filter, options)];
+    }
+    const rows = await withRetry(options, 'readRows', { resource: 'table', name: ref.table }, () => this.#collectRows({ tableName, rows: { rowKeys: unique }, filter }, options));
     if (keys.length === 1) return [rows[0] ?? null];
     const found = new Map(rows.map((row) => [row.key.toString('latin1'), row]));
     return keys.map((key) => found.get(key.toString('latin1')) ?? null);
@@ -488,11 +515,13 @@ export class BigtableStore implements DataStore {
    * slice at a time, with the stream paused meanwhile. No retries; the caller's signal cancels
    * the call.
    */
-  async #collectRows(request: ReadRowsRequest, options: CallOptions): Promise<Row[]> {
+  async #collectRows(request: ReadRowsRequest, options: CallOptions, onRow?: (row: Row) => void): Promise<Row[]> {
     const { stub } = await this.#clients.clients(options);
     const call = this.#readRowsCall(stub, request, options);
     return new Promise((resolve, reject) => {
       const rows: Row[] = [];
+      // With onRow, each row is handed on as it comes, and none is kept.
+      const take = (row: Row) => (onRow === undefined ? rows.push(row) : onRow(row));
       const decoder = new ReadRowsDecoder(stub.readRows.responseDeserialize);
       // Set while a large message is decoded: later events wait for it.
       let decoding: Promise<void> | undefined;
@@ -517,7 +546,7 @@ export class BigtableStore implements DataStore {
         call.pause();
         after(async () => {
           const turns = new Turns();
-          for (const row of await decode(turns)) rows.push({ key: row.key, cells: await orderCells(row.cells, turns) });
+          for (const row of await decode(turns)) take({ key: row.key, cells: await orderCells(row.cells, turns) });
           if (!settled) call.resume();
         });
       };
@@ -534,7 +563,7 @@ export class BigtableStore implements DataStore {
           return;
         }
         if (merged.some((row) => row.cells.length > CELLS_SORTED_IN_ONE_GO)) inSlices(() => merged);
-        else for (const row of merged) rows.push({ key: row.key, cells: sortCells(row.cells) });
+        else for (const row of merged) take({ key: row.key, cells: sortCells(row.cells) });
       });
       call.on('error', settle);
       call.on('end', () => {

@@ -9,7 +9,7 @@ export interface BigtableSettings {
   readonly emulatorHost?: string;
   /** A service account key file; otherwise application default credentials (Workload Identity on GKE). */
   readonly credentialsFile?: string;
-  /** Whether single-row writes of one event-loop turn go out together as one MutateRows (default true). */
+  /** Whether single-row writes and single-key reads of one event-loop turn go out together (default true). */
   readonly coalesce?: boolean;
 }
 

@@ -14,7 +14,7 @@ import { TEST_PROJECT } from '../../support/test-app.ts';
  * caller is answered as its own MutateRow would have answered it. A gRPC front before the emulator
  * (bigtable-front.ts) records the calls and fails chosen entries.
  */
-describe('Bigtable store: coalesced single-row writes', () => {
+describe('Bigtable store: coalesced single-row calls', () => {
   let host: string;
   let front: BigtableFront;
   let store: BigtableStore;
@@ -147,5 +147,65 @@ describe('Bigtable store: coalesced single-row writes', () => {
     } finally {
       await plain.close();
     }
+  });
+
+  describe('single-key reads', () => {
+    const selection = { versions: 1 };
+    const read = (name: string, options: CallOptions = call()) => store.readRows(ref, [Buffer.from(name)], selection, options).then(([row]) => row);
+    before(async () => {
+      await Promise.all(['read-a', 'read-b', 'read-c'].map((name) => write(name)));
+    });
+
+    it('reads the keys of one turn in one ReadRows, each caller getting its own row or null', async () => {
+      front.readRowsCalls = 0;
+      batches.length = 0;
+      const rows = await Promise.all(['read-c', 'read-a', 'read-none', 'read-b', 'read-a'].map((name) => read(name)));
+      expect(rows.map((row) => row?.key.toString() ?? null)).to.deep.equal(['read-c', 'read-a', null, 'read-b', 'read-a']);
+      expect(rows[0]?.cells.map((cell) => cell.value.toString())).to.deep.equal(['read-c']);
+      expect(front.readRowsCalls).to.equal(1);
+      expect(batches).to.deep.equal([5]);
+    });
+
+    it('reads a lone key in a call of its own', async () => {
+      front.readRowsCalls = 0;
+      expect((await read('read-b'))?.key.toString()).to.equal('read-b');
+      expect(front.readRowsCalls).to.equal(1);
+    });
+
+    it('answers every caller after a broken stream, with one more call', async () => {
+      front.readRowsCalls = 0;
+      front.breakReadAfterRows = 1;
+      const rows = await Promise.all(['read-a', 'read-b', 'read-c'].map((name) => read(name)));
+      expect(rows.map((row) => row?.key.toString())).to.deep.equal(['read-a', 'read-b', 'read-c']);
+      expect(front.readRowsCalls).to.equal(2);
+    });
+
+    it("answers a caller that goes, and its batch-mates' reads go on", async () => {
+      const controller = new AbortController();
+      const leaving = read('read-a', { ...call(), signal: controller.signal }).then(
+        () => 'OK',
+        (error: StoreError) => error.code,
+      );
+      const rest = Promise.all([read('read-b'), read('read-c')]);
+      setImmediate(() => controller.abort());
+      expect(await leaving).to.equal('DEADLINE_EXCEEDED');
+      expect((await rest).map((row) => row?.key.toString())).to.deep.equal(['read-b', 'read-c']);
+    });
+
+    it('fails each caller as its own read would have when the table is gone', async () => {
+      const table: TableRef = { instance, table: 'dropped-read' };
+      await store.createTable(table, [{ name: 'f' }], call());
+      await store.readRows(table, [Buffer.from('x')], selection, call());
+      await cbt(host, instance, 'deletetable', table.table);
+      const results = await Promise.all(
+        ['x', 'y'].map((name) =>
+          store.readRows(table, [Buffer.from(name)], selection, call()).then(
+            () => 'OK',
+            (error: StoreError) => error.code,
+          ),
+        ),
+      );
+      expect(results).to.deep.equal(['NOT_FOUND', 'NOT_FOUND']);
+    });
   });
 });
