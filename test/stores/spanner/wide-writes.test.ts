@@ -12,7 +12,9 @@ import { useTestApp } from '../../support/test-app.ts';
 describe('spanner: retention on writes of many columns of one row', () => {
   const storeLogs: Array<Record<string, unknown>> = [];
   const side = spannerSide(pino({ level: 'warn' }, { write: (line: string) => void storeLogs.push(JSON.parse(line) as Record<string, unknown>) }));
-  const app = useTestApp({ store: side.harness });
+  // Two writes of 1,200 cells each: on a loaded 2-core machine the emulator has taken more than
+  // the default 5 s deadline for one.
+  const app = useTestApp({ store: side.harness, storeTimeoutMs: 30_000 });
   const path = (endpoint: string) => `/v1/${app().instance}/${endpoint}`;
   let database: Database;
   const insert = async (rowKeyId: string, columns: number[], value: string) => {
