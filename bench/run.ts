@@ -12,6 +12,9 @@
  *   --profile         run the service with --cpu-prof and print its top functions by self time; the
  *                     naive proxy's and the floors' profiles are written beside it
  *   --node-flags=F    extra Node flags for the service, e.g. --node-flags="--max-semi-space-size=4"
+ *   --bigtable-coalesce on|off
+ *                     whether the Bigtable store sends single-row writes of one turn together
+ *                     (BIGTABLE_COALESCE; default on)
  */
 import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, freemem, loadavg, release, tmpdir, totalmem } from 'node:os';
@@ -52,6 +55,7 @@ const { values: args } = parseArgs({
     out: { type: 'string', default: 'bench/results/latest.json' },
     profile: { type: 'boolean', default: false },
     'node-flags': { type: 'string', default: '' },
+    'bigtable-coalesce': { type: 'string', default: 'on' },
   },
 });
 const durationSeconds = positive(args.duration, 'duration');
@@ -59,6 +63,8 @@ const warmupSeconds = Number(args.warmup);
 const cases = list(args.cases, CASES, 'cases');
 const connections = args.connections.split(',').map((text) => positive(text, 'connections'));
 const stores = list(args.stores, STORES, 'stores');
+if (!['on', 'off'].includes(args['bigtable-coalesce'])) throw new Error(`--bigtable-coalesce takes on or off, got ${args['bigtable-coalesce']}`);
+const bigtableCoalesce = args['bigtable-coalesce'] === 'on';
 
 /** A load's figures and the CPU time each process involved spent per request (µs). */
 type Measured = LoadResult & { readonly cpuMicrosPerRequest: Record<string, number> };
@@ -160,7 +166,7 @@ const report = {
   date: new Date().toISOString(),
   command: `npm run bench -- ${process.argv.slice(2).join(' ')}`.trim(),
   machine: { ...machine, loadAverageAtEnd: round(loadavg()[0] ?? 0) },
-  settings: { durationSeconds, warmupSeconds, preloadedRows: PRELOADED_ROWS, cells: CELLS.length, serviceNodeFlags: args['node-flags'] },
+  settings: { durationSeconds, warmupSeconds, preloadedRows: PRELOADED_ROWS, cells: CELLS.length, serviceNodeFlags: args['node-flags'], bigtableCoalesce },
   results,
   ...(args.profile ? { profiles } : {}),
 };
@@ -173,6 +179,7 @@ async function benchBigtable(emulatorHost: string): Promise<void> {
     GOOGLE_CLOUD_PROJECT: PROJECT,
     INSTANCE_IDS: BIGTABLE_INSTANCE,
     BIGTABLE_EMULATOR_HOST: emulatorHost,
+    BIGTABLE_COALESCE: String(bigtableCoalesce),
   });
   const client = dataClient(PROJECT, emulatorHost);
   const tableName = `projects/${PROJECT}/instances/${BIGTABLE_INSTANCE}/tables/${TABLE}`;

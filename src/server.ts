@@ -110,7 +110,7 @@ if (metricsServer !== undefined && config.metricsPort !== undefined) await liste
 
 let stores: StoreSet;
 try {
-  stores = await openStores(config.stores, { logger });
+  stores = await openStores(config.stores, { logger, onBatch: (store, operation, size) => metrics.storeBatchSize.observe({ store, operation }, size) });
 } catch (error) {
   if (!(error instanceof StoreOpenError)) throw error;
   exitOnStartFailure(`${error.message}. ${STORE_SETTINGS_HINT[error.driver] ?? 'Check its settings.'}`);

@@ -56,4 +56,6 @@ export interface StoreDefinition<Settings extends object = object> {
 
 export interface DriverContext {
   readonly logger: Logger;
+  /** Told, by drivers that coalesce single-row calls, how many callers each backend call served. */
+  readonly onBatch?: (store: string, operation: string, size: number) => void;
 }

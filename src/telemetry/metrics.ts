@@ -31,6 +31,11 @@ export interface Metrics {
   readonly accessFileFailures: Counter<'file' | 'reason'>;
   /** Each DataStore call, by store type, operation and outcome (StoreError code or OK). */
   readonly storeOperationDuration: Histogram<'store' | 'operation' | 'code'>;
+  /**
+   * Calls a driver sent for single-row operations coalesced in one turn, by store, and operation
+   * (mutateRow, readRows): how many callers each call served (1 for a call made alone).
+   */
+  readonly storeBatchSize: Histogram<'store' | 'operation'>;
   /** Change feeds open now, by store. */
   readonly feedsOpen: Gauge<'store'>;
   /** Changes delivered to feeds' readers, by store. */
@@ -84,6 +89,13 @@ export function createMetrics(): Metrics {
     buckets: DURATION_BUCKETS,
     registers: [own],
   });
+  const storeBatchSize = new Histogram({
+    name: 'kvcrud_store_batch_size',
+    help: 'Callers served by each backend call a store driver sent for coalesced single-row operations, by store and operation (1: a call made alone).',
+    labelNames: ['store', 'operation'] as const,
+    buckets: [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1000],
+    registers: [own],
+  });
   const feedsOpen = new Gauge({ name: 'kvcrud_feeds_open', help: 'Change feeds open now, by store.', labelNames: ['store'] as const, registers: [own] });
   const feedChangesDelivered = new Counter({
     name: 'kvcrud_feed_changes_delivered_total',
@@ -116,6 +128,7 @@ export function createMetrics(): Metrics {
     accessFileLastSuccess,
     accessFileFailures,
     storeOperationDuration,
+    storeBatchSize,
   };
 }
 

@@ -23,7 +23,7 @@ import type {
   ChangeStart,
   FeedOptions,
 } from '../store.ts';
-import { type BigtableStub, type ServerStream, asIs, gaxOptions, grpcOptions, routingHeader, streamOf, unaryOf, withRetry } from './calls.ts';
+import { type BigtableStub, type ServerStream, asIs, checkCallable, gaxOptions, grpcOptions, routingHeader, streamOf, unaryOf, withRetry } from './calls.ts';
 import { readChangeFeed } from './change-feed.ts';
 import { predicateOf } from './conditions.ts';
 import { gcRuleFor, policyOf } from './gc-rules.ts';
@@ -40,8 +40,11 @@ import { resumedScan } from './resumed-scan.ts';
 import { rowRange } from './row-ranges.ts';
 import { type Families, SchemaCache } from './schema-cache.ts';
 import { Turns } from '../../lib/turns.ts';
+import { WriteBatches, type WriteSender } from './write-batches.ts';
+import { ReadBatches, type ReadSender } from './read-batches.ts';
 
 type ReadRowsRequest = protos.google.bigtable.v2.IReadRowsRequest;
+type RowFilter = protos.google.bigtable.v2.IRowFilter;
 type CheckAndMutateRowResponse = protos.google.bigtable.v2.ICheckAndMutateRowResponse;
 type ReadModifyWriteRowResponse = protos.google.bigtable.v2.IReadModifyWriteRowResponse;
 
@@ -59,6 +62,14 @@ export interface BigtableStoreOptions {
    * not serve (a stand-in, in tests). The store then publishes `changeFeed` and reads feeds there.
    */
   changeStreamHost?: string;
+  /**
+   * Whether single-row writes made in the same turn of the event loop go out together, per
+   * table, as one MutateRows (WriteBatches), and single-key reads per table and filter as one
+   * ReadRows (ReadBatches). On unless false.
+   */
+  coalesce?: boolean;
+  /** Told the size of each coalesced call as it goes out (1 for a call made alone). */
+  onBatch?: (operation: 'mutateRow' | 'readRows', size: number) => void;
 }
 
 /** Cells of a row put in order in one go: about a millisecond of work. */
@@ -115,6 +126,10 @@ export class BigtableStore implements DataStore {
   /** The client for the change stream RPCs when they are not the data client's (changeStreamHost). */
   readonly #changeStreamData: v2.BigtableClient | undefined;
   #changeStreamStub: Promise<BigtableStub> | undefined;
+  /** Single-row writes of one turn, sent together per table; undefined when coalescing is off. */
+  readonly #writes: WriteBatches | undefined;
+  /** Single-key reads of one turn, read together per table and filter; undefined when coalescing is off. */
+  readonly #reads: ReadBatches<RowFilter> | undefined;
 
   constructor(options: BigtableStoreOptions) {
     this.#projectId = options.projectId;
@@ -124,6 +139,8 @@ export class BigtableStore implements DataStore {
       options.emulatorHost === undefined ? BIGTABLE_CAPABILITIES : options.changeStreamHost === undefined ? EMULATOR_CAPABILITIES : { ...EMULATOR_CAPABILITIES, changeFeed: true };
     this.#rulesApplyOneByOne = options.emulatorHost !== undefined;
     this.#changeStream = options.emulatorHost === undefined;
+    this.#writes = options.coalesce === false ? undefined : new WriteBatches(this.limits, this.#writeSender(options.onBatch));
+    this.#reads = options.coalesce === false ? undefined : new ReadBatches(this.limits, this.#readSender(options.onBatch));
 
     // The Bigtable class only computes the clients' settings here (endpoint, channel pool, scopes).
     const clientOptions: BigtableOptions & Record<`grpc.${string}`, unknown> = {
@@ -147,6 +164,44 @@ export class BigtableStore implements DataStore {
       const standIn = new Bigtable({ ...clientOptions, apiEndpoint: options.changeStreamHost }).options;
       this.#changeStreamData = new v2.BigtableClient(standIn.BigtableClient);
     }
+  }
+
+  #writeSender(onBatch: ((operation: 'mutateRow' | 'readRows', size: number) => void) | undefined): WriteSender {
+    return {
+      single: (tableName, write, options) => this.#mutateRowAlone(tableName, write, options),
+      batch: async (tableName, entries, options) => {
+        const { stub } = await this.#clients.clients(options);
+        const { path, requestSerialize, responseDeserialize } = stub.mutateRows;
+        const encoding = await MutateRowsEncoding.of(
+          requestSerialize,
+          tableName,
+          entries,
+          entries.map((_, index) => index),
+        );
+        return (indexes) =>
+          streamOf(() => stub.makeServerStreamRequest(path, asIs, responseDeserialize, encoding.request(indexes), routingHeader(tableName), grpcOptions(options)), options);
+      },
+      failure: (tableName, error) => toStoreError(error, 'mutateRow', { resource: 'table', name: tableOf(tableName) }),
+      ...(onBatch === undefined ? {} : { sent: (size: number) => onBatch('mutateRow', size) }),
+    };
+  }
+
+  #readSender(onBatch: ((operation: 'mutateRow' | 'readRows', size: number) => void) | undefined): ReadSender<RowFilter> {
+    return {
+      single: async (tableName, key, filter, options) => {
+        const rows = await withRetry(options, 'readRows', { resource: 'table', name: tableOf(tableName) }, () =>
+          this.#collectRows({ tableName, rows: { rowKeys: [key] }, filter }, options),
+        );
+        return rows[0] ?? null;
+      },
+      batch: async (tableName, keys, filter, options, onRow) => {
+        await withRetry(options, 'readRows', { resource: 'table', name: tableOf(tableName) }, async () => {
+          const rowKeys = keys();
+          if (rowKeys.length > 0) await this.#collectRows({ tableName, rows: { rowKeys }, filter }, options, onRow);
+        });
+      },
+      ...(onBatch === undefined ? {} : { sent: (size: number) => onBatch('readRows', size) }),
+    };
   }
 
   async createTable(ref: TableRef, specs: readonly FamilySpec[], options: CallOptions): Promise<void> {
@@ -198,14 +253,11 @@ export class BigtableStore implements DataStore {
     // The emulator applies the mutations before one naming an unknown family and then fails, so a
     // missing family must be found before writing; production Bigtable would reject all of it.
     await this.#requireFamilies(ref, [mutations], options);
-    const { stub } = await this.#clients.clients(options);
-    const { path, requestSerialize, responseDeserialize } = stub.mutateRow;
-    const request = await encodeMutateRow(requestSerialize, tableName, key, mutations);
     try {
-      // Safe to retry: every set carries its timestamp, so a repeated mutation leaves the same row.
-      await withRetry(options, 'mutateRow', { resource: 'table', name: ref.table }, () =>
-        unaryOf((done) => stub.makeUnaryRequest(path, asIs, responseDeserialize, request, routingHeader(tableName), grpcOptions(options), done), options),
-      );
+      if (this.#writes !== undefined && key.length > 0 && WriteBatches.fits(mutations)) {
+        checkCallable(options);
+        await this.#writes.write(tableName, { key, mutations }, options);
+      } else await this.#mutateRowAlone(tableName, { key, mutations }, options);
     } catch (error) {
       // The schema may have changed behind the cache: look again to say precisely what is missing.
       this.#schemas.delete(tableName);
@@ -213,6 +265,17 @@ export class BigtableStore implements DataStore {
       await this.#requireFamilies(ref, [mutations], options);
       throw error;
     }
+  }
+
+  /** One MutateRow call, retried; fails with a StoreError. */
+  async #mutateRowAlone(tableName: string, write: RowMutations, options: CallOptions): Promise<void> {
+    const { stub } = await this.#clients.clients(options);
+    const { path, requestSerialize, responseDeserialize } = stub.mutateRow;
+    const request = await encodeMutateRow(requestSerialize, tableName, write.key, write.mutations);
+    // Safe to retry: every set carries its timestamp, so a repeated mutation leaves the same row.
+    await withRetry(options, 'mutateRow', { resource: 'table', name: tableOf(tableName) }, () =>
+      unaryOf((done) => stub.makeUnaryRequest(path, asIs, responseDeserialize, request, routingHeader(tableName), grpcOptions(options), done), options),
+    );
   }
 
   async mutateRows(ref: TableRef, entries: readonly RowMutations[], options: CallOptions): Promise<Array<StoreError | undefined>> {
@@ -276,9 +339,12 @@ export class BigtableStore implements DataStore {
     const unique = keys.length === 1 ? keys.filter((key) => key.length > 0) : [...new Map(keys.filter((key) => key.length > 0).map((key) => [key.toString('latin1'), key])).values()];
     if (unique.length === 0) return keys.map(() => null);
 
-    const rows = await withRetry(options, 'readRows', { resource: 'table', name: ref.table }, () =>
-      this.#collectRows({ tableName, rows: { rowKeys: unique }, filter: readFilter(selection, families, Date.now()) }, options),
-    );
+    const filter = readFilter(selection, families, Date.now());
+    if (keys.length === 1 && this.#reads !== undefined) {
+      checkCallable(options);
+      return [await this.#reads.read(tableName, JSON.stringify(filter), unique[0] as Buffer, filter, options)];
+    }
+    const rows = await withRetry(options, 'readRows', { resource: 'table', name: ref.table }, () => this.#collectRows({ tableName, rows: { rowKeys: unique }, filter }, options));
     if (keys.length === 1) return [rows[0] ?? null];
     const found = new Map(rows.map((row) => [row.key.toString('latin1'), row]));
     return keys.map((key) => found.get(key.toString('latin1')) ?? null);
@@ -449,11 +515,13 @@ export class BigtableStore implements DataStore {
    * slice at a time, with the stream paused meanwhile. No retries; the caller's signal cancels
    * the call.
    */
-  async #collectRows(request: ReadRowsRequest, options: CallOptions): Promise<Row[]> {
+  async #collectRows(request: ReadRowsRequest, options: CallOptions, onRow?: (row: Row) => void): Promise<Row[]> {
     const { stub } = await this.#clients.clients(options);
     const call = this.#readRowsCall(stub, request, options);
     return new Promise((resolve, reject) => {
       const rows: Row[] = [];
+      // With onRow, each row is handed on as it comes, and none is kept.
+      const take = (row: Row) => (onRow === undefined ? rows.push(row) : onRow(row));
       const decoder = new ReadRowsDecoder(stub.readRows.responseDeserialize);
       // Set while a large message is decoded: later events wait for it.
       let decoding: Promise<void> | undefined;
@@ -478,7 +546,7 @@ export class BigtableStore implements DataStore {
         call.pause();
         after(async () => {
           const turns = new Turns();
-          for (const row of await decode(turns)) rows.push({ key: row.key, cells: await orderCells(row.cells, turns) });
+          for (const row of await decode(turns)) take({ key: row.key, cells: await orderCells(row.cells, turns) });
           if (!settled) call.resume();
         });
       };
@@ -495,7 +563,7 @@ export class BigtableStore implements DataStore {
           return;
         }
         if (merged.some((row) => row.cells.length > CELLS_SORTED_IN_ONE_GO)) inSlices(() => merged);
-        else for (const row of merged) rows.push({ key: row.key, cells: sortCells(row.cells) });
+        else for (const row of merged) take({ key: row.key, cells: sortCells(row.cells) });
       });
       call.on('error', settle);
       call.on('end', () => {
@@ -698,4 +766,9 @@ function waves(entries: readonly RowMutations[], indexes: readonly number[]): nu
     (result[wave] ??= []).push(index);
   }
   return result;
+}
+
+/** The table's own name in a full table name (projects/p/instances/i/tables/t). */
+function tableOf(tableName: string): string {
+  return tableName.slice(tableName.lastIndexOf('/') + 1);
 }

@@ -9,12 +9,15 @@ export interface BigtableSettings {
   readonly emulatorHost?: string;
   /** A service account key file; otherwise application default credentials (Workload Identity on GKE). */
   readonly credentialsFile?: string;
+  /** Whether single-row writes and single-key reads of one event-loop turn go out together (default true). */
+  readonly coalesce?: boolean;
 }
 
 const settings = Joi.object<BigtableSettings>({
   projectId,
   emulatorHost,
   credentialsFile,
+  coalesce: Joi.boolean(),
 });
 
 /** bigtableDriver serves Cloud Bigtable instances through the official client's generated gRPC clients. */
@@ -30,6 +33,7 @@ export const bigtableDriver: StoreDriver<BigtableSettings> = {
     projectId: env['GOOGLE_CLOUD_PROJECT'],
     emulatorHost: env['BIGTABLE_EMULATOR_HOST'],
     credentialsFile: env['GOOGLE_APPLICATION_CREDENTIALS'],
+    coalesce: env['BIGTABLE_COALESCE'],
   }),
   capabilities: BIGTABLE_CAPABILITIES,
   limits: BIGTABLE_LIMITS,
@@ -37,8 +41,13 @@ export const bigtableDriver: StoreDriver<BigtableSettings> = {
     projectId: bigtable.projectId,
     ...(bigtable.emulatorHost === undefined ? { credentials: bigtable.credentialsFile ?? 'application default' } : { emulatorHost: bigtable.emulatorHost }),
   }),
-  open: async (store) => {
+  open: async (store, context) => {
     const { BigtableStore } = await import('./bigtable-store.ts');
-    return new BigtableStore({ ...store.settings, instanceIds: store.instances });
+    const { onBatch } = context;
+    return new BigtableStore({
+      ...store.settings,
+      instanceIds: store.instances,
+      ...(onBatch === undefined ? {} : { onBatch: (operation: string, size: number) => onBatch(store.name, operation, size) }),
+    });
   },
 };

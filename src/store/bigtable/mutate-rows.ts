@@ -26,6 +26,14 @@ const RETRIED_ENTRY_CODES: ReadonlySet<number> = new Set([
   GrpcStatus.DEADLINE_EXCEEDED,
 ]);
 
+/** What a caller of applyEntries may learn, or decide, per entry while the batch goes on. */
+export interface EntryHooks {
+  /** Told of an entry whose result is final (applied, or failed for good) as soon as it is. */
+  readonly settled?: (index: number, error: Error | null) => void;
+  /** Whether an entry that failed transiently is still worth sending again (its caller waits). */
+  readonly wanted?: (index: number) => boolean;
+}
+
 /**
  * applyEntries sends `indexes` with MutateRows and sends again only the entries that failed
  * transiently (their own status, or no status because the stream broke), with backoff, until
@@ -36,7 +44,7 @@ const RETRIED_ENTRY_CODES: ReadonlySet<number> = new Set([
  * Throws only StoreErrors from before the first call (caller gone, deadline passed), and a caller
  * gone before a later one.
  */
-export async function applyEntries(indexes: readonly number[], send: SendEntries, options: CallOptions): Promise<BatchOutcome> {
+export async function applyEntries(indexes: readonly number[], send: SendEntries, options: CallOptions, hooks: EntryHooks = {}): Promise<BatchOutcome> {
   const results = new Map<number, Error | null>();
   let answered = false;
   let pending = indexes;
@@ -70,7 +78,8 @@ export async function applyEntries(indexes: readonly number[], send: SendEntries
       results.set(index, error !== null && isDeadline(error) && previous && isTransient(previous) ? previous : error);
       // A RESOURCE_EXHAUSTED is retried only when it throttles (isTransient), not when storage is full.
       const retried = status === undefined || status.code === GrpcStatus.RESOURCE_EXHAUSTED ? error !== null && isTransient(error) : RETRIED_ENTRY_CODES.has(status.code ?? 0);
-      if (error !== null && retried) retry.push(index);
+      if (error !== null && retried && (hooks.wanted?.(index) ?? true)) retry.push(index);
+      else hooks.settled?.(index, results.get(index) ?? null);
     });
     if (retry.length === 0 || !(await backoff(attempt, options))) return { results, answered };
     pending = retry;
