@@ -98,7 +98,7 @@ export class ReadBatches<Filter> {
       for (const item of items) {
         const key = item.key.toString('latin1');
         if (!keys.has(key) && batch.length > 0 && (keys.size >= this.#limits.entriesPerBatch || bytes + item.key.length > COALESCED_KEY_BYTES)) {
-          void this.#send(batch);
+          this.#sendAll(batch);
           batch = [];
           keys = new Set();
           bytes = 0;
@@ -107,15 +107,22 @@ export class ReadBatches<Filter> {
         if (!keys.has(key)) bytes += item.key.length;
         keys.add(key);
       }
-      if (batch.length > 0) void this.#send(batch);
+      if (batch.length > 0) this.#sendAll(batch);
     }
+  }
+
+  /** #send answers every caller itself; the catch only keeps a defect in it from going unhandled. */
+  #sendAll(batch: ReadonlyArray<Pending<Filter>>): void {
+    this.#send(batch).catch((error: unknown) => {
+      for (const item of batch) item.reject(asError(error));
+    });
   }
 
   async #send(batch: ReadonlyArray<Pending<Filter>>): Promise<void> {
     const [first] = batch as [Pending<Filter>];
     this.#sender.sent?.(batch.length);
     if (batch.length === 1) {
-      this.#sender.single(first.tableName, first.key, first.filter, first.options).then(first.resolve, (error: unknown) => first.reject(error instanceof Error ? error : new Error(String(error))));
+      await this.#sender.single(first.tableName, first.key, first.filter, first.options).then(first.resolve, (error: unknown) => first.reject(asError(error)));
       return;
     }
     const byKey = new Map<string, Array<Pending<Filter>>>();
@@ -134,7 +141,11 @@ export class ReadBatches<Filter> {
       });
       for (const item of batch) item.resolve(null);
     } catch (error) {
-      for (const item of batch) item.reject(error instanceof Error ? error : new Error(String(error)));
+      for (const item of batch) item.reject(asError(error));
     }
   }
+}
+
+function asError(error: unknown): Error {
+  return error instanceof Error ? error : new Error(String(error));
 }

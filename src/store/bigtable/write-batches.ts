@@ -94,7 +94,14 @@ export class WriteBatches {
       if (list === undefined) byTable.set(item.tableName, [item]);
       else list.push(item);
     }
-    for (const [tableName, items] of byTable) for (const batch of this.#batches(items)) void this.#send(tableName, batch);
+    for (const [tableName, items] of byTable) {
+      for (const batch of this.#batches(items)) {
+        // #send answers every caller itself; this only keeps a defect in it from going unhandled.
+        this.#send(tableName, batch).catch((error: unknown) => {
+          for (const item of batch) item.reject(asError(error));
+        });
+      }
+    }
   }
 
   /** Splits one table's writes into batches within the bounds, no row twice in a batch. */
@@ -132,7 +139,7 @@ export class WriteBatches {
     this.#sender.sent?.(batch.length);
     if (batch.length === 1) {
       const [only] = batch as [Pending];
-      this.#sender.single(tableName, only.write, only.options).then(only.resolve, (error: unknown) => only.reject(error instanceof Error ? error : new Error(String(error))));
+      await this.#sender.single(tableName, only.write, only.options).then(only.resolve, (error: unknown) => only.reject(asError(error)));
       return;
     }
     // The call lasts as long as its most patient caller; each caller's own deadline answers it.
@@ -173,6 +180,10 @@ function payloadBytes(mutations: readonly Mutation[]): number {
     else if (mutation.type === 'deleteColumn') bytes += mutation.column.length + mutation.family.length;
   }
   return bytes;
+}
+
+function asError(error: unknown): Error {
+  return error instanceof Error ? error : new Error(String(error));
 }
 
 function statusless(): Error {
