@@ -59,14 +59,19 @@ describe('parseQuery', () => {
 
   it('takes time linear in the length of the query', () => {
     // A quadratic parser takes seconds on the larger of these; a linear one a few milliseconds.
+    // The fastest of 5 parses: on a loaded machine one of them may wait for a core.
     const timed = (count: number) => {
       const query = Array(count).fill('id=x').join('&');
-      const started = performance.now();
-      for (let i = 0; i < 5; i++) caught(() => parseQuery(query, { maxParameters: Infinity, maxRepeats: Infinity }), false);
-      return performance.now() - started;
+      let fastest = Infinity;
+      for (let i = 0; i < 5; i++) {
+        const started = performance.now();
+        caught(() => parseQuery(query, { maxParameters: Infinity, maxRepeats: Infinity }), false);
+        fastest = Math.min(fastest, performance.now() - started);
+      }
+      return fastest;
     };
     timed(1000); // warm up
-    const small = Math.max(timed(2000), 1);
+    const small = Math.max(timed(2000), 0.2);
     const large = timed(32_000);
     expect(large / small, `${large.toFixed(1)} ms vs ${small.toFixed(1)} ms`).to.be.below(16 * 6);
   });
