@@ -15,6 +15,9 @@
  *   --bigtable-coalesce on|off
  *                     whether the Bigtable store sends single-row writes of one turn together
  *                     (BIGTABLE_COALESCE; default on)
+ *   --spanner-coalesce on|off
+ *                     whether the Spanner store reads single keys of one turn together
+ *                     (the store's coalesce setting; default on)
  */
 import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, freemem, loadavg, release, tmpdir, totalmem } from 'node:os';
@@ -56,6 +59,7 @@ const { values: args } = parseArgs({
     profile: { type: 'boolean', default: false },
     'node-flags': { type: 'string', default: '' },
     'bigtable-coalesce': { type: 'string', default: 'on' },
+    'spanner-coalesce': { type: 'string', default: 'on' },
   },
 });
 const durationSeconds = positive(args.duration, 'duration');
@@ -65,6 +69,8 @@ const connections = args.connections.split(',').map((text) => positive(text, 'co
 const stores = list(args.stores, STORES, 'stores');
 if (!['on', 'off'].includes(args['bigtable-coalesce'])) throw new Error(`--bigtable-coalesce takes on or off, got ${args['bigtable-coalesce']}`);
 const bigtableCoalesce = args['bigtable-coalesce'] === 'on';
+if (!['on', 'off'].includes(args['spanner-coalesce'])) throw new Error(`--spanner-coalesce takes on or off, got ${args['spanner-coalesce']}`);
+const spannerCoalesce = args['spanner-coalesce'] === 'on';
 
 /** A load's figures and the CPU time each process involved spent per request (µs). */
 type Measured = LoadResult & { readonly cpuMicrosPerRequest: Record<string, number> };
@@ -166,7 +172,7 @@ const report = {
   date: new Date().toISOString(),
   command: `npm run bench -- ${process.argv.slice(2).join(' ')}`.trim(),
   machine: { ...machine, loadAverageAtEnd: round(loadavg()[0] ?? 0) },
-  settings: { durationSeconds, warmupSeconds, preloadedRows: PRELOADED_ROWS, cells: CELLS.length, serviceNodeFlags: args['node-flags'], bigtableCoalesce },
+  settings: { durationSeconds, warmupSeconds, preloadedRows: PRELOADED_ROWS, cells: CELLS.length, serviceNodeFlags: args['node-flags'], bigtableCoalesce, spannerCoalesce },
   results,
   ...(args.profile ? { profiles } : {}),
 };
@@ -282,7 +288,7 @@ async function benchSpanner(): Promise<void> {
   const emulator = await spawnSpannerEmulator();
   const directory = mkdtempSync(join(tmpdir(), 'kvcrud-bench-spanner-'));
   const storesFile = join(directory, 'stores.yaml');
-  writeFileSync(storesFile, `stores:\n  spanner: { driver: spanner, projectId: ${PROJECT}, instance: bench, emulatorHost: "${emulator.host}", instances: [${SPANNER_INSTANCE}] }\n`);
+  writeFileSync(storesFile, `stores:\n  spanner: { driver: spanner, projectId: ${PROJECT}, instance: bench, emulatorHost: "${emulator.host}", instances: [${SPANNER_INSTANCE}], coalesce: ${spannerCoalesce} }\n`);
   const service = await startService('spanner', { STORES_FILE: storesFile });
   const client = spannerClient(PROJECT, '127.0.0.1', emulator.port);
   const database = client.instance('bench').database(SPANNER_INSTANCE);

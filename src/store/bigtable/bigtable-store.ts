@@ -41,7 +41,7 @@ import { rowRange } from './row-ranges.ts';
 import { type Families, SchemaCache } from './schema-cache.ts';
 import { Turns } from '../../lib/turns.ts';
 import { WriteBatches, type WriteSender } from './write-batches.ts';
-import { ReadBatches, type ReadSender } from './read-batches.ts';
+import { ReadBatches, type ReadSender } from '../read-batches.ts';
 
 type ReadRowsRequest = protos.google.bigtable.v2.IReadRowsRequest;
 type RowFilter = protos.google.bigtable.v2.IRowFilter;
@@ -129,7 +129,7 @@ export class BigtableStore implements DataStore {
   /** Single-row writes of one turn, sent together per table; undefined when coalescing is off. */
   readonly #writes: WriteBatches | undefined;
   /** Single-key reads of one turn, read together per table and filter; undefined when coalescing is off. */
-  readonly #reads: ReadBatches<RowFilter> | undefined;
+  readonly #reads: ReadBatches<string, RowFilter> | undefined;
 
   constructor(options: BigtableStoreOptions) {
     this.#projectId = options.projectId;
@@ -140,7 +140,7 @@ export class BigtableStore implements DataStore {
     this.#rulesApplyOneByOne = options.emulatorHost !== undefined;
     this.#changeStream = options.emulatorHost === undefined;
     this.#writes = options.coalesce === false ? undefined : new WriteBatches(this.limits, this.#writeSender(options.onBatch));
-    this.#reads = options.coalesce === false ? undefined : new ReadBatches(this.limits, this.#readSender(options.onBatch));
+    this.#reads = options.coalesce === false ? undefined : new ReadBatches(this.limits, this.#readSender(options.onBatch), () => new StoreError('DEADLINE_EXCEEDED', 'bigtable readRows: deadline exceeded'));
 
     // The Bigtable class only computes the clients' settings here (endpoint, channel pool, scopes).
     const clientOptions: BigtableOptions & Record<`grpc.${string}`, unknown> = {
@@ -186,7 +186,7 @@ export class BigtableStore implements DataStore {
     };
   }
 
-  #readSender(onBatch: ((operation: 'mutateRow' | 'readRows', size: number) => void) | undefined): ReadSender<RowFilter> {
+  #readSender(onBatch: ((operation: 'mutateRow' | 'readRows', size: number) => void) | undefined): ReadSender<string, RowFilter> {
     return {
       single: async (tableName, key, filter, options) => {
         const rows = await withRetry(options, 'readRows', { resource: 'table', name: tableOf(tableName) }, () =>
@@ -342,7 +342,7 @@ export class BigtableStore implements DataStore {
     const filter = readFilter(selection, families, Date.now());
     if (keys.length === 1 && this.#reads !== undefined) {
       checkCallable(options);
-      return [await this.#reads.read(tableName, JSON.stringify(filter), unique[0] as Buffer, filter, options)];
+      return [await this.#reads.read(tableName, `${tableName}\u0000${JSON.stringify(filter)}`, unique[0] as Buffer, filter, options)];
     }
     const rows = await withRetry(options, 'readRows', { resource: 'table', name: ref.table }, () => this.#collectRows({ tableName, rows: { rowKeys: unique }, filter }, options));
     if (keys.length === 1) return [rows[0] ?? null];

@@ -11,6 +11,8 @@ export interface SpannerSettings {
   readonly emulatorHost?: string;
   /** A service account key file; otherwise application default credentials (Workload Identity on GKE). */
   readonly credentialsFile?: string;
+  /** Whether single-key reads of one event-loop turn, of one table and selection, are read together (default true). */
+  readonly coalesce?: boolean;
 }
 
 const settings = Joi.object<SpannerSettings>({
@@ -23,6 +25,7 @@ const settings = Joi.object<SpannerSettings>({
     .messages({ 'string.pattern.base': '{{#label}} "{{#value}}" is not a Spanner instance ID (2-64 lowercase letters, digits and hyphens, starting with a letter)' }),
   emulatorHost,
   credentialsFile,
+  coalesce: Joi.boolean(),
 });
 
 /** spannerDriver serves kvcrud instances as databases of one Cloud Spanner instance through @google-cloud/spanner. */
@@ -44,11 +47,14 @@ export const spannerDriver: StoreDriver<SpannerSettings> = {
   }),
   open: async (store, context) => {
     const { SpannerStore } = await import('./spanner-store.ts');
+    const { onBatch } = context;
     return SpannerStore.open({
       projectId: store.settings.projectId,
       instance: store.settings.instance,
       ...(store.settings.emulatorHost === undefined ? {} : { emulatorHost: store.settings.emulatorHost }),
       ...(store.settings.credentialsFile === undefined ? {} : { credentialsFile: store.settings.credentialsFile }),
+      ...(store.settings.coalesce === undefined ? {} : { coalesce: store.settings.coalesce }),
+      ...(onBatch === undefined ? {} : { onBatch: (operation: string, size: number) => onBatch(store.name, operation, size) }),
       instances: store.instances,
       logger: context.logger.child({ store: store.name }),
     });

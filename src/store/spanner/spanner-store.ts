@@ -39,6 +39,7 @@ import { grpcCode, toStoreError } from './spanner-errors.ts';
 import { type FeedPosition, type FeedTarget, decodePosition, follow, timestampNanos } from './change-feed.ts';
 import { changeRowCost, changeRows } from './changes.ts';
 import { TransactionQueue } from './transaction-queue.ts';
+import { ReadBatches, type ReadSender } from '../read-batches.ts';
 
 export interface SpannerStoreOptions {
   readonly projectId: string;
@@ -50,6 +51,13 @@ export interface SpannerStoreOptions {
   /** The kvcrud instances served: each is the Spanner database of the same ID. */
   readonly instances: readonly string[];
   readonly logger: Logger;
+  /**
+   * Whether single-key reads made in the same turn of the event loop, of the same table and
+   * selection, are read together, in one snapshot (ReadBatches). On unless false.
+   */
+  readonly coalesce?: boolean;
+  /** Told the size of each coalesced read as it goes out (1 for a read made alone). */
+  readonly onBatch?: (operation: 'readRows', size: number) => void;
 }
 
 /** A kvcrud table as the catalog holds it. */
@@ -112,6 +120,8 @@ export class SpannerStore implements DataStore {
   #closed = false;
   /** Whether the store has said that the Spanner client is not shaped for encoding commits as they are queued. */
   #saidClientUnshaped = false;
+  /** Single-key reads of one turn, read together per table and selection; undefined when coalescing is off. */
+  readonly #reads: ReadBatches<TableRef, ReadSelection> | undefined;
 
   static open(options: SpannerStoreOptions): SpannerStore {
     return new SpannerStore(options);
@@ -151,6 +161,25 @@ export class SpannerStore implements DataStore {
     this.#instanceId = options.instance;
     this.#instances = options.instances;
     this.#clients = new ClientStart('spanner', () => this.#startClients(), closeClients);
+    this.#reads = options.coalesce === false ? undefined : new ReadBatches(this.limits, this.#readSender(options.onBatch), () => deadlineExceeded('spanner', 'readRows'));
+  }
+
+  /**
+   * A key read alone is the read it always was. Several are one #readKeys: one snapshot, one
+   * catalog read and one read of the cells, bounded by the latest of their callers' deadlines;
+   * its failure (the table missing, Spanner unreachable) is each caller's.
+   */
+  #readSender(onBatch: SpannerStoreOptions['onBatch']): ReadSender<TableRef, ReadSelection> {
+    return {
+      single: async (ref, key, selection, options) => (await this.#readKeys(ref, [key], selection, options))[0] ?? null,
+      batch: async (ref, keys, selection, options, onRow) => {
+        const waiting = keys();
+        if (waiting.length === 0) return;
+        const rows = await this.#bounded(options, 'readRows', () => this.#readKeys(ref, waiting, selection, options));
+        for (const row of rows) if (row !== null) onRow(row);
+      },
+      ...(onBatch === undefined ? {} : { sent: (size: number) => onBatch('readRows', size) }),
+    };
   }
 
   /**
@@ -333,38 +362,45 @@ export class SpannerStore implements DataStore {
   }
 
   readRows(ref: TableRef, keys: readonly Buffer[], selection: ReadSelection, options: CallOptions): Promise<Array<Row | null>> {
-    return this.#bounded(options, 'readRows', async () => {
-      const database = await this.#ready(ref.instance, options);
-      const [snapshot] = await database.getSnapshot({ strong: true });
-      try {
-        const table = await readCatalog(snapshot, ref.table, options);
-        if (table === undefined) throw tableNotFound(ref);
-        const distinct = [...new Map(keys.map((key) => [key.toString('hex'), key])).values()];
-        const families = selectedFamilies(selection);
-        // Key ranges through the Read API: Spanner (and its emulator, which would scan the whole
-        // table for the same query in SQL) seeks to each row, or to each selected family of it.
-        const prefixes = distinct.flatMap((key) => (families === undefined ? [[table.tableId, key]] : families.map((family) => [table.tableId, key, family])));
-        const [cells] = await snapshot.read('kvcrud_cells', {
-          ranges: prefixes.map((prefix) => ({ startClosed: prefix, endClosed: prefix })),
-          columns: CELL_COLUMNS,
-          ...READ_JSON,
-          gaxOptions: gaxOptions(options),
-        });
-        const assembler = new RowAssembler(table.policies, selection, BigInt(Date.now()) * 1000n);
-        const rows = new Map<string, Row>();
-        const slices = new Turns();
-        for (const cell of cells as CellRow[]) {
-          if (slices.dueAfterItem()) await slices.next();
-          const row = assembler.add(cell);
-          if (row !== undefined) rows.set(row.key.toString('hex'), row);
-        }
-        const last = assembler.finish();
-        if (last !== undefined) rows.set(last.key.toString('hex'), last);
-        return keys.map((key) => rows.get(key.toString('hex')) ?? null);
-      } finally {
-        snapshot.end();
+    const reads = this.#reads;
+    if (keys.length === 1 && reads !== undefined) {
+      return this.#bounded(options, 'readRows', async () => [await reads.read(ref, readGroup(ref, selection), keys[0] as Buffer, selection, options)]);
+    }
+    return this.#bounded(options, 'readRows', () => this.#readKeys(ref, keys, selection, options));
+  }
+
+  /** The rows of `keys`, in their order (null for a row with no selected cell), from one strong snapshot. */
+  async #readKeys(ref: TableRef, keys: readonly Buffer[], selection: ReadSelection, options: CallOptions): Promise<Array<Row | null>> {
+    const database = await this.#ready(ref.instance, options);
+    const [snapshot] = await database.getSnapshot({ strong: true });
+    try {
+      const table = await readCatalog(snapshot, ref.table, options);
+      if (table === undefined) throw tableNotFound(ref);
+      const distinct = [...new Map(keys.map((key) => [key.toString('hex'), key])).values()];
+      const families = selectedFamilies(selection);
+      // Key ranges through the Read API: Spanner (and its emulator, which would scan the whole
+      // table for the same query in SQL) seeks to each row, or to each selected family of it.
+      const prefixes = distinct.flatMap((key) => (families === undefined ? [[table.tableId, key]] : families.map((family) => [table.tableId, key, family])));
+      const [cells] = await snapshot.read('kvcrud_cells', {
+        ranges: prefixes.map((prefix) => ({ startClosed: prefix, endClosed: prefix })),
+        columns: CELL_COLUMNS,
+        ...READ_JSON,
+        gaxOptions: gaxOptions(options),
+      });
+      const assembler = new RowAssembler(table.policies, selection, BigInt(Date.now()) * 1000n);
+      const rows = new Map<string, Row>();
+      const slices = new Turns();
+      for (const cell of cells as CellRow[]) {
+        if (slices.dueAfterItem()) await slices.next();
+        const row = assembler.add(cell);
+        if (row !== undefined) rows.set(row.key.toString('hex'), row);
       }
-    });
+      const last = assembler.finish();
+      if (last !== undefined) rows.set(last.key.toString('hex'), last);
+      return keys.map((key) => rows.get(key.toString('hex')) ?? null);
+    } finally {
+      snapshot.end();
+    }
   }
 
   async *scanRows(ref: TableRef, scan: ScanRequest, options: CallOptions): AsyncGenerator<Row> {
@@ -883,6 +919,12 @@ async function readCatalog(reader: Snapshot, name: string, options: CallOptions)
   if (row === undefined) return undefined;
   const families = (JSON.parse(row.families) as FamilySpec[]).map((family) => ({ name: family.name, ...policyOf(family) }));
   return { tableId: row.table_id, families, policies: new Map(families.map((family) => [family.name, policyOf(family)])) };
+}
+
+/** What single-key reads share to be read together: the table and the selection. */
+function readGroup(ref: TableRef, selection: ReadSelection): string {
+  const columns = selection.columns?.map((selector) => (selector.column === undefined ? selector.family : `${selector.family}:${selector.column.toString('hex')}`)).join(',');
+  return [ref.instance, ref.table, selection.versions, columns ?? '*'].join('\u0000');
 }
 
 function policyOf(family: FamilyPolicy): FamilyPolicy {

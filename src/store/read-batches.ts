@@ -1,25 +1,29 @@
-import { StoreError, callerGone } from '../errors.ts';
-import type { CallOptions, Row, StoreLimits } from '../store.ts';
+import { type StoreError, callerGone } from './errors.ts';
+import type { CallOptions, Row, StoreLimits } from './store.ts';
 
-/** The bytes of row keys one coalesced ReadRows names at most. */
+/** The bytes of row keys one coalesced read names at most. */
 const COALESCED_KEY_BYTES = 1024 * 1024;
 
-/** How a ReadBatches reads: one key on its own, or several keys with one filter in one ReadRows. */
-export interface ReadSender<Filter> {
+/**
+ * How a ReadBatches reads: one key on its own, or several keys with one filter in one backend call.
+ * `Table` names the table as the driver does (a Bigtable table name, a TableRef); `Filter` is the
+ * driver's form of the selection.
+ */
+export interface ReadSender<Table, Filter> {
   /** The key read on its own, with its own retries; rejects as readRows would. */
-  single(tableName: string, key: Buffer, filter: Filter, options: CallOptions): Promise<Row | null>;
+  single(table: Table, key: Buffer, filter: Filter, options: CallOptions): Promise<Row | null>;
   /**
-   * Reads `keys` in ReadRows calls, retried, each asking only for the keys `keys()` still names
-   * (those whose callers wait and whose row has not come), telling `onRow` of each row as it
-   * streams in; rejects with a StoreError when the reads fail for good.
+   * Reads `keys`, asking only for the keys `keys()` names when asked (those whose callers wait and
+   * whose row has not come: a driver that retries asks again), telling `onRow` of each row as it
+   * comes; rejects, as each caller's own read would, when the reads fail for good.
    */
-  batch(tableName: string, keys: () => Buffer[], filter: Filter, options: CallOptions, onRow: (row: Row) => void): Promise<void>;
+  batch(table: Table, keys: () => Buffer[], filter: Filter, options: CallOptions, onRow: (row: Row) => void): Promise<void>;
   /** Called with each call's size as it goes out (1 for a key read alone). */
   sent?(size: number): void;
 }
 
-interface Pending<Filter> {
-  readonly tableName: string;
+interface Pending<Table, Filter> {
+  readonly table: Table;
   readonly group: string;
   readonly key: Buffer;
   readonly filter: Filter;
@@ -31,24 +35,27 @@ interface Pending<Filter> {
 
 /**
  * ReadBatches gathers the single-key reads made in one turn of the event loop and reads those of
- * the same table and filter in one ReadRows over a row set, sent in the same loop iteration's
+ * the same table and filter in one backend call over their keys, sent in the same loop iteration's
  * check phase (setImmediate). Each caller's promise settles as its row streams in, or with null
  * once the call has ended without it; a caller whose deadline passes, or who goes, is answered at
  * once and its key is not asked for again. A batch is bounded by entriesPerBatch keys and by
  * COALESCED_KEY_BYTES of keys.
  */
-export class ReadBatches<Filter> {
+export class ReadBatches<Table, Filter> {
   readonly #limits: StoreLimits;
-  readonly #sender: ReadSender<Filter>;
-  #pending: Array<Pending<Filter>> = [];
+  readonly #sender: ReadSender<Table, Filter>;
+  readonly #deadlineExceeded: () => StoreError;
+  #pending: Array<Pending<Table, Filter>> = [];
 
-  constructor(limits: StoreLimits, sender: ReadSender<Filter>) {
+  /** `deadlineExceeded`: the error of a caller whose deadline passes, as the driver's own read would fail. */
+  constructor(limits: StoreLimits, sender: ReadSender<Table, Filter>, deadlineExceeded: () => StoreError) {
     this.#limits = limits;
     this.#sender = sender;
+    this.#deadlineExceeded = deadlineExceeded;
   }
 
-  /** Reads one row; `group` is the same for reads that may share a call (table and filter). */
-  read(tableName: string, group: string, key: Buffer, filter: Filter, options: CallOptions): Promise<Row | null> {
+  /** Reads one row; `group` is the same for reads that may share a call, and only for them (same table and filter). */
+  read(table: Table, group: string, key: Buffer, filter: Filter, options: CallOptions): Promise<Row | null> {
     return new Promise<Row | null>((resolve, reject) => {
       let settled = false;
       const cleanup: Array<() => void> = [];
@@ -59,7 +66,7 @@ export class ReadBatches<Filter> {
         if (error === undefined) resolve(row);
         else reject(error);
       };
-      const timer = setTimeout(() => settle(null, new StoreError('DEADLINE_EXCEEDED', 'bigtable readRows: deadline exceeded')), Math.max(0, options.deadline - Date.now()));
+      const timer = setTimeout(() => settle(null, this.#deadlineExceeded()), Math.max(0, options.deadline - Date.now()));
       cleanup.push(() => clearTimeout(timer));
       if (options.signal !== undefined) {
         const signal = options.signal;
@@ -69,7 +76,7 @@ export class ReadBatches<Filter> {
       }
       if (this.#pending.length === 0) setImmediate(() => this.#flush());
       this.#pending.push({
-        tableName,
+        table,
         group,
         key,
         filter,
@@ -84,15 +91,14 @@ export class ReadBatches<Filter> {
   #flush(): void {
     const pending = this.#pending.filter((item) => !item.isSettled());
     this.#pending = [];
-    const groups = new Map<string, Array<Pending<Filter>>>();
+    const groups = new Map<string, Array<Pending<Table, Filter>>>();
     for (const item of pending) {
-      const id = `${item.tableName}\u0000${item.group}`;
-      const list = groups.get(id);
-      if (list === undefined) groups.set(id, [item]);
+      const list = groups.get(item.group);
+      if (list === undefined) groups.set(item.group, [item]);
       else list.push(item);
     }
     for (const items of groups.values()) {
-      let batch: Array<Pending<Filter>> = [];
+      let batch: Array<Pending<Table, Filter>> = [];
       let keys = new Set<string>();
       let bytes = 0;
       for (const item of items) {
@@ -112,20 +118,20 @@ export class ReadBatches<Filter> {
   }
 
   /** #send answers every caller itself; the catch only keeps a defect in it from going unhandled. */
-  #sendAll(batch: ReadonlyArray<Pending<Filter>>): void {
+  #sendAll(batch: ReadonlyArray<Pending<Table, Filter>>): void {
     this.#send(batch).catch((error: unknown) => {
       for (const item of batch) item.reject(asError(error));
     });
   }
 
-  async #send(batch: ReadonlyArray<Pending<Filter>>): Promise<void> {
-    const [first] = batch as [Pending<Filter>];
+  async #send(batch: ReadonlyArray<Pending<Table, Filter>>): Promise<void> {
+    const [first] = batch as [Pending<Table, Filter>];
     this.#sender.sent?.(batch.length);
     if (batch.length === 1) {
-      await this.#sender.single(first.tableName, first.key, first.filter, first.options).then(first.resolve, (error: unknown) => first.reject(asError(error)));
+      await this.#sender.single(first.table, first.key, first.filter, first.options).then(first.resolve, (error: unknown) => first.reject(asError(error)));
       return;
     }
-    const byKey = new Map<string, Array<Pending<Filter>>>();
+    const byKey = new Map<string, Array<Pending<Table, Filter>>>();
     for (const item of batch) {
       const key = item.key.toString('latin1');
       const list = byKey.get(key);
@@ -134,9 +140,9 @@ export class ReadBatches<Filter> {
     }
     // The call lasts as long as its most patient caller; each caller's own deadline answers it.
     const options: CallOptions = { deadline: Math.max(...batch.map((item) => item.options.deadline)) };
-    const waiting = () => [...byKey.values()].filter((items) => items.some((item) => !item.isSettled())).map((items) => (items[0] as Pending<Filter>).key);
+    const waiting = () => [...byKey.values()].filter((items) => items.some((item) => !item.isSettled())).map((items) => (items[0] as Pending<Table, Filter>).key);
     try {
-      await this.#sender.batch(first.tableName, waiting, first.filter, options, (row) => {
+      await this.#sender.batch(first.table, waiting, first.filter, options, (row) => {
         for (const item of byKey.get(row.key.toString('latin1')) ?? []) item.resolve(row);
       });
       for (const item of batch) item.resolve(null);
