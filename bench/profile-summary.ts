@@ -2,8 +2,9 @@
  * Summarises a V8 CPU profile (`node --cpu-prof`) as the functions with the most self time, or
  * (`--by-package`) as the self time of each package, each of the service's own modules, each Node
  * internal subsystem and the collector, in µs per request when `--requests N` says how many
- * requests the profile covers (idle time and module loading left out).
- * Run directly: `node bench/profile-summary.ts <file.cpuprofile> [top] [--by-package] [--requests N]`.
+ * requests the profile covers (idle time and module loading left out), or (`--by-component`) as
+ * the time of each component of a request's path with what it calls in Node (timeByComponent).
+ * Run directly: `node bench/profile-summary.ts <file.cpuprofile> [top] [--by-package | --by-component] [--requests N]`.
  */
 import { readFileSync } from 'node:fs';
 import { relative } from 'node:path';
@@ -127,17 +128,79 @@ function packageOf(url: string, functionName: string): string {
   return url.startsWith('file://') ? relative(ROOT, new URL(url).pathname) : url;
 }
 
+/** Packages that are one component of a request's path, by the name a summary gives them. */
+const COMPONENTS: readonly (readonly [RegExp, string])[] = [
+  [/^(koa|koa-compose|delegates|ee-first|on-finished|koa-convert|http-errors|statuses|type-is|content-type|accepts|cookies|vary|encodeurl|escape-html|fresh|only|destroy|mime-types|negotiator)$/, 'koa'],
+  [/^@koa\/router$|^path-to-regexp$/, '@koa/router'],
+  [/^(pino|sonic-boom|fast-redact|pino-std-serializers|quick-format-unescaped|atomic-sleep|on-exit-leak-free|thread-stream|safe-stable-stringify)$/, 'pino'],
+  [/^(prom-client|tdigest|bintrees)$/, 'prom-client'],
+  [/^@opentelemetry\//, 'otel'],
+  [/^@redis\/|^redis$|^cluster-key-slot$/, 'node-redis'],
+  [/^(joi|@hapi\/.*|@sideway\/.*)$/, 'joi'],
+  [/^kvcrud:http\/admission\//, 'kvcrud:http/admission'],
+  [/^kvcrud:store\/redis\//, 'kvcrud:store/redis'],
+];
+
+/**
+ * Time by component, children included: each sample goes to the innermost frame on its stack that
+ * belongs to a package or a module of the service (see COMPONENTS), so the time a middleware spends
+ * in Node or in a native call counts for it; what Node's HTTP server and its sockets do for a
+ * response counts as `node:http` when no such frame is nearer, and V8's collector as itself.
+ */
+export function timeByComponent(path: string, requests?: number): { rows: PackageTime[]; busyMs: number } {
+  const profile = readProfile(path);
+  const byId = new Map(profile.nodes.map((node) => [node.id, node]));
+  const parentOf = new Map<number, number>();
+  for (const node of profile.nodes) for (const child of node.children ?? []) parentOf.set(child, node.id);
+  const componentOf = new Map<number, string | undefined>();
+  const classify = (leaf: number): string | undefined => {
+    let nodeSubsystem: string | undefined;
+    for (let at: number | undefined = leaf; at !== undefined; at = parentOf.get(at)) {
+      const frame = byId.get(at)?.callFrame;
+      if (frame === undefined) break;
+      if (frame.url.startsWith('node:internal/modules/')) return undefined;
+      if (frame.url === '') {
+        if (at === leaf && frame.functionName.startsWith('(')) return frame.functionName;
+        continue;
+      }
+      const where = packageOf(frame.url, frame.functionName);
+      if (where.startsWith('node:')) {
+        if (/^node:(_http_|http$)/.test(where)) return 'node:http';
+        nodeSubsystem ??= where;
+        continue;
+      }
+      return COMPONENTS.find(([pattern]) => pattern.test(where))?.[1] ?? where;
+    }
+    return nodeSubsystem ?? '(native, no caller)';
+  };
+  const micros = new Map<string, number>();
+  let total = 0;
+  profile.samples.forEach((id, index) => {
+    if (byId.get(id)?.callFrame.functionName === '(idle)') return;
+    if (!componentOf.has(id)) componentOf.set(id, classify(id));
+    const component = componentOf.get(id);
+    if (component === undefined) return;
+    const delta = profile.timeDeltas[index] ?? 0;
+    total += delta;
+    micros.set(component, (micros.get(component) ?? 0) + delta);
+  });
+  const rows = [...micros]
+    .sort((a, b) => b[1] - a[1])
+    .map(([where, us]) => ({ where, amount: requests === undefined ? us / 1000 : us / requests, percent: Math.round((us / total) * 1000) / 10 }));
+  return { rows, busyMs: total / 1000 };
+}
+
 if (import.meta.main) {
-  const { values, positionals } = parseArgs({ allowPositionals: true, options: { 'by-package': { type: 'boolean', default: false }, requests: { type: 'string' } } });
+  const { values, positionals } = parseArgs({ allowPositionals: true, options: { 'by-package': { type: 'boolean', default: false }, 'by-component': { type: 'boolean', default: false }, requests: { type: 'string' } } });
   const [path, top] = positionals;
   if (path === undefined) {
-    process.stderr.write('usage: node bench/profile-summary.ts <file.cpuprofile> [top] [--by-package] [--requests N]\n');
+    process.stderr.write('usage: node bench/profile-summary.ts <file.cpuprofile> [top] [--by-package | --by-component] [--requests N]\n');
     process.exit(2);
   }
   const count = top === undefined ? 15 : Number(top);
-  if (values['by-package']) {
+  if (values['by-package'] || values['by-component']) {
     const requests = values.requests === undefined ? undefined : Number(values.requests);
-    const { rows, busyMs } = selfTimeByPackage(path, requests);
+    const { rows, busyMs } = (values['by-component'] ? timeByComponent : selfTimeByPackage)(path, requests);
     const unit = requests === undefined ? 'ms' : 'µs/request';
     process.stdout.write(`busy ${requests === undefined ? `${Math.round(busyMs)} ms` : `${Math.round((busyMs * 1000) / requests)} µs/request`}\n`);
     process.stdout.write(`${rows.slice(0, count).map((row) => `${row.amount.toFixed(1).padStart(8)} ${unit}  ${row.percent.toFixed(1).padStart(5)}%  ${row.where}`).join('\n')}\n`);
