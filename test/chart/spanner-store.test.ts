@@ -62,6 +62,29 @@ describe('the Helm chart with a Spanner store', function () {
     });
   });
 
+  it('passes coalesce: false of a Spanner or Bigtable entry to the service, and leaves it out unless set', async () => {
+    const local = join(directory, 'coalesce.yaml');
+    const manifests = await render(helm, {
+      set: {
+        stores: {
+          ledger: { driver: 'spanner', projectId: 'local-dev', instance: 'dev', emulatorHost: 'spanner-emulator:9010', instances: ['ledger'], coalesce: false },
+          wide: { driver: 'bigtable', projectId: 'local-dev', emulatorHost: 'bigtable-emulator:8086', instances: ['wide-1'], coalesce: false },
+          plain: { driver: 'bigtable', projectId: 'local-dev', emulatorHost: 'bigtable-emulator:8086', instances: ['plain-1'] },
+        },
+        defaultStore: 'ledger',
+      },
+    });
+    writeFileSync(local, storesConfigMap(manifests, STORES_FILE));
+    const stores = loadConfig({ ...environment(manifests), STORES_FILE: local }).stores.all;
+    const settings = (name: string) => stores.find((store) => store.name === name)?.settings;
+    expect(settings('ledger')).to.include({ coalesce: false });
+    expect(settings('wide')).to.include({ coalesce: false });
+    expect(settings('plain')).to.not.have.property('coalesce');
+    const refused = await template(helm, { set: { stores: { ledger: { driver: 'spanner', projectId: 'p-1', instance: 'dev', instances: ['ledger'], coalesce: 'no' } } } });
+    expect(refused.code).to.not.equal(0);
+    expect(refused.stderr).to.contain('coalesce');
+  });
+
   it('describes the store in the install notes, naming the Secret but not its content', async () => {
     const text = await notes(helm, { valuesFiles: ['ci/spanner-store-values.yaml'] });
     expect(text).to.contain('- ledger: spanner, instances ledger, ledger_archive, project my-project, Spanner instance kvcrud-prod, key file from the Secret kvcrud-spanner-gcp');

@@ -152,6 +152,9 @@ Identity (application default credentials), or a key file from a Secret (credent
 {{- $secret := first . }}
 {{- $_ := set $entry "credentialsFile" (include "kvcrud.stores.secretPath" (dict "name" $.name "secretName" $secret.secretName "key" $secret.key)) }}
 {{- end }}
+{{- if kindIs "bool" .store.coalesce }}
+{{- $_ := set $entry "coalesce" .store.coalesce }}
+{{- end }}
 {{- toYaml $entry }}
 {{- end }}
 
@@ -287,6 +290,9 @@ each kvcrud instance is the database of the same ID in it. Credentials: Workload
 {{- with include "kvcrud.stores.spanner.secrets" . | fromYamlArray }}
 {{- $secret := first . }}
 {{- $_ := set $entry "credentialsFile" (include "kvcrud.stores.secretPath" (dict "name" $.name "secretName" $secret.secretName "key" $secret.key)) }}
+{{- end }}
+{{- if kindIs "bool" .store.coalesce }}
+{{- $_ := set $entry "coalesce" .store.coalesce }}
 {{- end }}
 {{- toYaml $entry }}
 {{- end }}
