@@ -31,7 +31,7 @@ import { grpcCode, isDeadline, isTransient, toStoreError } from './grpc-errors.t
 import { BIGTABLE_CAPABILITIES, BIGTABLE_LIMITS } from './limits.ts';
 import { type SendEntries, applyEntries } from './mutate-rows.ts';
 import { expiredVersionsDeletions, familiesNamed, firstNonCounter, isNotACounterError, modifiedRow, toProtoRule, touchedColumns } from './modify-rules.ts';
-import { MutateRowsEncoding, encodeCheckAndMutateRow, encodeMutateRow } from './mutation-requests.ts';
+import { encodeCheckAndMutateRow, encodeMutateRow, encodeMutateRows } from './mutation-requests.ts';
 import { firstMissingFamily } from './mutations.ts';
 import { readFilter } from './read-filter.ts';
 import { ReadRowsDecoder, isLarge } from './read-rows-messages.ts';
@@ -172,14 +172,10 @@ export class BigtableStore implements DataStore {
       batch: async (tableName, entries, options) => {
         const { stub } = await this.#clients.clients(options);
         const { path, requestSerialize, responseDeserialize } = stub.mutateRows;
-        const encoding = await MutateRowsEncoding.of(
-          requestSerialize,
-          tableName,
-          entries,
-          entries.map((_, index) => index),
-        );
-        return (indexes) =>
-          streamOf(() => stub.makeServerStreamRequest(path, asIs, responseDeserialize, encoding.request(indexes), routingHeader(tableName), grpcOptions(options)), options);
+        return async function* send(indexes) {
+          const request = await encodeMutateRows(requestSerialize, tableName, entries, indexes);
+          yield* streamOf(() => stub.makeServerStreamRequest(path, asIs, responseDeserialize, request, routingHeader(tableName), grpcOptions(options)), options);
+        };
       },
       failure: (tableName, error) => toStoreError(error, 'mutateRow', { resource: 'table', name: tableOf(tableName) }),
       ...(onBatch === undefined ? {} : { sent: (size: number) => onBatch('mutateRow', size) }),
@@ -299,9 +295,10 @@ export class BigtableStore implements DataStore {
 
     const { stub } = await this.#clients.clients(options);
     const { path, requestSerialize, responseDeserialize } = stub.mutateRows;
-    const encoding = await MutateRowsEncoding.of(requestSerialize, tableName, entries, toSend);
-    const send: SendEntries = (indexes) =>
-      streamOf(() => stub.makeServerStreamRequest(path, asIs, responseDeserialize, encoding.request(indexes), routingHeader(tableName), grpcOptions(options)), options);
+    const send: SendEntries = async function* (indexes) {
+      const request = await encodeMutateRows(requestSerialize, tableName, entries, indexes);
+      yield* streamOf(() => stub.makeServerStreamRequest(path, asIs, responseDeserialize, request, routingHeader(tableName), grpcOptions(options)), options);
+    };
     const subject = { resource: 'table', name: ref.table } as const;
     const failed: Array<[number, Error]> = [];
     let answered = false;

@@ -62,32 +62,18 @@ export async function encodeCheckAndMutateRow(
 }
 
 /**
- * MutateRowsEncoding holds a MutateRowsRequest's entries encoded once, so that the request for any
- * subset of them (a wave, or the entries a retry sends again) is a concatenation of bytes.
+ * encodeMutateRows serializes the MutateRowsRequest of the entries at `indexes` of `entries`, in
+ * that order, pausing between slices. Each attempt encodes what it sends: a retry of a few entries
+ * encodes those again.
  */
-export class MutateRowsEncoding {
-  readonly #head: Buffer;
-  readonly #entries = new Map<number, Buffer>();
-
-  private constructor(head: Buffer) {
-    this.#head = head;
+export async function encodeMutateRows(serialize: Serialize, tableName: string, entries: readonly RowMutations[], indexes: readonly number[]): Promise<Buffer> {
+  const pieces = [serialize({ tableName })];
+  const turns = new Turns();
+  for (const index of indexes) {
+    await turns.pause();
+    pieces.push(await encodeEntry(serialize, entries[index] as RowMutations, turns));
   }
-
-  /** Encodes the entries at `indexes` of `entries`, pausing between slices. */
-  static async of(serialize: Serialize, tableName: string, entries: readonly RowMutations[], indexes: readonly number[]): Promise<MutateRowsEncoding> {
-    const encoding = new MutateRowsEncoding(serialize({ tableName }));
-    const turns = new Turns();
-    for (const index of indexes) {
-      await turns.pause();
-      encoding.#entries.set(index, await encodeEntry(serialize, entries[index] as RowMutations, turns));
-    }
-    return encoding;
-  }
-
-  /** The request holding the entries at `indexes`, in that order. */
-  request(indexes: readonly number[]): Buffer {
-    return Buffer.concat([this.#head, ...indexes.map((index) => this.#entries.get(index) as Buffer)]);
-  }
+  return Buffer.concat(pieces);
 }
 
 /**
