@@ -133,7 +133,8 @@ describe('Bigtable store: coalesced single-row calls', () => {
     const rest = Promise.all([outcome(write('late-a')), outcome(write('late-c'))]);
     const [code, elapsed] = await late;
     expect(code).to.be.oneOf(['DEADLINE_EXCEEDED', 'UNAVAILABLE']);
-    expect(elapsed).to.be.below(400 + 300);
+    // At its own deadline, not its batch-mates' (seconds later), with room for a loaded machine.
+    expect(elapsed).to.be.below(400 + 1000);
     front.failEntry = () => undefined;
     expect(await rest).to.deep.equal(['OK', 'OK']);
   });
@@ -142,7 +143,8 @@ describe('Bigtable store: coalesced single-row calls', () => {
     const plain = new BigtableStore({ projectId: TEST_PROJECT, instanceIds: [instance], emulatorHost: front.host, coalesce: false });
     try {
       await Promise.all(['off-a', 'off-b', 'off-c'].map((name) => plain.mutateRow(ref, Buffer.from(name), [set(name)], call())));
-      expect(front.mutateRowsCalls).to.have.length(0);
+      // Only these writes' calls: a retry of an earlier test's batch may still reach the front.
+      expect(front.mutateRowsCalls.filter((call) => call.some((key) => key.toString().startsWith('off-')))).to.have.length(0);
       expect(front.calls.get('MutateRow')).to.equal(3);
     } finally {
       await plain.close();
