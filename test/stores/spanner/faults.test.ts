@@ -100,7 +100,7 @@ describe('spanner: the emulator killed under load, then a new one started on the
     const recoveredMs = Date.now() - restarted;
     // The store's new client fills its session pool while the first calls wait: the load settles
     // once 2 s pass with every answer 200 (within 20 s). A fixed 3 s still let a call of the
-    // recovered phase meet its 1 s deadline in a whole suite's run on a loaded 2-core machine.
+    // recovered phase meet its deadline (then 1 s) in a whole suite's run on a loaded 2-core machine.
     phase = 'settling';
     const settling = Date.now();
     for (;;) {
