@@ -135,6 +135,18 @@ describe('README', () => {
     expect(README).to.contain('npm ci && npm test');
     expect(README).to.contain('npm start');
   });
+
+  it("names, as docs/architecture.md's test prerequisites do, each install script CI runs before the tests", () => {
+    const scripts = [...new Set([...readFileSync(new URL('.ci/run', ROOT), 'utf8').matchAll(/bash (scripts\/install-[\w-]+\.sh)/g)].map(([, script = '']) => script))];
+    expect(scripts).to.include.members(['scripts/install-redis.sh', 'scripts/install-chromium.sh', 'scripts/install-promtool.sh']);
+    const architecture = document('docs/architecture.md');
+    const start = architecture.indexOf('\n## Running the tests\n');
+    const prerequisites = architecture.slice(start, architecture.indexOf('\n## ', start + 1));
+    for (const script of scripts) {
+      expect(README, `README.md: ${script}`).to.contain(`\`bash ${script}\``);
+      expect(prerequisites, `docs/architecture.md: ${script}`).to.contain(`\`bash ${script}\``);
+    }
+  });
 });
 
 describe('the curl examples of docs/', () => {

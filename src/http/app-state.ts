@@ -28,5 +28,16 @@ export interface AppState {
 }
 
 /** The bounds that refuse requests to keep the service available (kvcrud_http_requests_shed_total's `limit`). */
-export const SHED_LIMITS = ['inflight', 'inflight_per_caller', 'credential_checks', 'body_rate', 'body_bytes', 'answer_bytes', 'rate_limit'] as const;
+export const SHED_LIMITS = [
+  'inflight',
+  'inflight_per_caller',
+  'credential_checks',
+  'body_rate',
+  'body_bytes',
+  'answer_bytes',
+  'rate_limit',
+  // The service's own bounds (ShedError): the change feeds open in all and per caller.
+  'feeds',
+  'feeds_per_caller',
+] as const;
 export type ShedLimit = (typeof SHED_LIMITS)[number];

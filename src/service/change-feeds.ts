@@ -1,6 +1,6 @@
 import { isStoreError } from '../store/errors.ts';
 import type { Change, ChangeEvent, ChangeStart, ColumnSelector, KeyRange, Micros, Mutation, TableRef } from '../store/store.ts';
-import { ApiError } from './errors.ts';
+import { ApiError, ShedError } from './errors.ts';
 import { decodeCursor, encodeCursor, invalidCursor } from './feed-cursors.ts';
 import { notSupported } from './limits.ts';
 import { apiErrorOf } from './store-errors.ts';
@@ -80,8 +80,8 @@ export class FeedService {
   /**
    * Opens a feed and waits for its start, so that a missing table (404), a cursor of another table
    * (400 INVALID_CURSOR) or one older than the store keeps (410 CURSOR_EXPIRED) is answered as
-   * such. Beyond the bounds on open feeds: 429 RATE_LIMITED for the caller's, 503 OVERLOADED for
-   * the service's. The feed must be closed.
+   * such. Beyond the bounds on open feeds, a ShedError: 429 RATE_LIMITED for the caller's
+   * (`feeds_per_caller`), 503 OVERLOADED for the service's (`feeds`). The feed must be closed.
    */
   async open(target: TableTarget, query: FeedQuery, callerKey: string, signal: AbortSignal): Promise<OpenFeed> {
     const named = this.#stores.instance(target.store, target.instance);
@@ -129,11 +129,11 @@ export class FeedService {
 
   #admit(callerKey: string): void {
     if (this.#open >= this.#limits.total) {
-      throw new ApiError('OVERLOADED', `The service follows as many feeds as it takes (${this.#limits.total}). Retry later.`);
+      throw new ShedError('feeds', 'OVERLOADED', `The service follows as many feeds as it takes (${this.#limits.total}). Retry later.`);
     }
     const held = this.#byCaller.get(callerKey) ?? 0;
     if (held >= this.#limits.perCaller) {
-      throw new ApiError('RATE_LIMITED', `This caller follows as many feeds as one caller may (${this.#limits.perCaller}). Close one first.`);
+      throw new ShedError('feeds_per_caller', 'RATE_LIMITED', `This caller follows as many feeds as one caller may (${this.#limits.perCaller}). Close one first.`);
     }
     this.#byCaller.set(callerKey, held + 1);
     this.#open += 1;

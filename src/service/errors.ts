@@ -62,6 +62,27 @@ export class ApiError extends Error {
 }
 
 /**
+ * The bounds of the service itself (not of the HTTP layer) that refuse requests to keep the
+ * service available, as kvcrud_http_requests_shed_total's `limit` names them: the change feeds
+ * open in all (`feeds`, FEEDS_MAX) and those of one caller (`feeds_per_caller`, FEEDS_MAX_PER_CALLER).
+ */
+export type ServiceShedLimit = 'feeds' | 'feeds_per_caller';
+
+/**
+ * ShedError is a request refused by one of those bounds: 503 OVERLOADED when the service is full,
+ * 429 RATE_LIMITED when the caller is over its own share. The HTTP layer counts it as shed.
+ */
+export class ShedError extends ApiError {
+  readonly limit: ServiceShedLimit;
+
+  constructor(limit: ServiceShedLimit, code: 'OVERLOADED' | 'RATE_LIMITED', detail: string) {
+    super(code, detail);
+    this.name = 'ShedError';
+    this.limit = limit;
+  }
+}
+
+/**
  * IncompleteOperationError reports a multi-step operation that failed part-way: `cause` is the
  * failure (it decides the code and status), `progress` says what was and was not done.
  */

@@ -66,7 +66,8 @@ export function createMetrics(): Metrics {
       'HTTP requests refused to keep the service available, by the bound that refused them: inflight (MAX_INFLIGHT), ' +
       'inflight_per_caller (MAX_INFLIGHT_PER_CALLER), credential_checks (MAX_INFLIGHT_UNAUTHENTICATED), ' +
       'body_rate (MIN_BODY_BYTES_PER_SECOND), body_bytes (large bodies in flight, sized from the heap), ' +
-      'answer_bytes (rows held for answers, sized from the heap: a batchGet that waited too long for its turn), rate_limit (RATE_LIMIT_PER_SECOND).',
+      'answer_bytes (rows held for answers, sized from the heap: a batchGet that waited too long for its turn), rate_limit (RATE_LIMIT_PER_SECOND), ' +
+      'feeds (FEEDS_MAX), feeds_per_caller (FEEDS_MAX_PER_CALLER).',
     labelNames: ['limit'] as const,
     registers: [own],
   });

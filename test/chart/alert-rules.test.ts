@@ -174,6 +174,16 @@ describe('the Helm chart alerting rules', function () {
     expect(new RegExp(`^(?:${routes})$`).test('/v2/stores/:store/instances/:instance/tables/:table/rows'), routes).to.equal(false);
   });
 
+  it('name in the KvcrudHighLatency runbook each route the alert leaves out by default', () => {
+    type Values = { metrics: { prometheusRule: { alerts: { latency: { ignoredRoutes: string[] } } } } };
+    const values = parse(readFileSync(new URL('../../charts/kvcrud/values.yaml', import.meta.url), 'utf8')) as Values;
+    const routes = values.metrics.prometheusRule.alerts.latency.ignoredRoutes;
+    expect(routes).to.have.length.above(0);
+    const start = OPERATIONS_DOC.indexOf('\n### KvcrudHighLatency\n');
+    const section = OPERATIONS_DOC.slice(start, OPERATIONS_DOC.indexOf('\n### ', start + 1));
+    for (const route of routes) expect(section, route).to.contain(`\`${route}\``);
+  });
+
   it('leave the latency alert on every route when ignoredRoutes is empty', async () => {
     const rules = alertRules(await render(helm, { valuesFiles: ['ci/default-values.yaml'], set: { 'metrics.prometheusRule': { enabled: true, alerts: { latency: { ignoredRoutes: [] } } } } }));
     expect(rules.find((rule) => rule.alert === 'KvcrudHighLatency')?.expr).to.not.contain('route!~');

@@ -17,6 +17,7 @@ const EXPECTED_PANELS = [
   'Shed requests by limit',
   'Store call p99 latency by store and operation',
   'Store call errors by store and code',
+  'Callers per coalesced store call',
   'Event-loop lag',
   'Heap and RSS',
   'Open feeds',
@@ -104,7 +105,7 @@ describe('the Helm chart Grafana dashboard', function () {
     for (const { where, expr } of dashboardQueries(board).filter((query) => query.where.startsWith('panel'))) {
       for (const [, name = '', matchers = ''] of expr.matchAll(/([a-z_:]+)\{([^}]*)\}/g)) {
         expect(matchers, `${where}: ${name}`).to.match(/^namespace=~"\$namespace", job=~"\$job", instance=~"\$instance"/);
-        if (/^kvcrud_(http_request|store_operation)_duration_seconds/.test(name)) expect(matchers, `${where}: ${name}`).to.contain('store=~"$store"');
+        if (/^kvcrud_(http_request_duration_seconds|store_operation_duration_seconds|store_batch_size)_/.test(name)) expect(matchers, `${where}: ${name}`).to.contain('store=~"$store"');
       }
     }
   });

@@ -5,11 +5,13 @@ import { parser } from '@prometheus-io/lezer-promql';
 import { expect } from 'chai';
 import { stringify } from 'yaml';
 import { keysFile, newApiKey } from '../support/access-files.ts';
+import { TEST_PROJECT, emulatorHost } from '../support/emulator.ts';
 import { helmBinary, render } from '../support/helm.ts';
 import { type Dashboard, MONITORING_VALUES, type Query, alertRules, asPromql, dashboard, dashboardQueries, variableQuery } from '../support/monitoring.ts';
 import { parseSamples } from '../support/prometheus.ts';
 import { promtoolBinary, runPromtool } from '../support/promtool.ts';
 import { type ServiceProcess, cleanEnv, runService } from '../support/service-process.ts';
+import { randomInstanceId } from '../support/test-app.ts';
 
 /**
  * The metrics from outside kvcrud that the rules and the dashboard may name, each with the labels
@@ -68,23 +70,28 @@ function exposed(scrape: string): Map<string, Set<string>> {
 }
 
 /**
- * Through the v2 API as one caller, each request waiting out that caller's rate limit (one a
- * second): creates a table, opens a change feed on it (a long poll from now), writes a row and
- * polls the feed again for that change. The feed metrics then have samples for the store: a feed
- * opened and ended (by its reader, CLIENT_GONE), a change delivered and its lag.
+ * A request through the API as the caller of `key`, sent again (up to 5 times, a second apart)
+ * while that caller's rate limit (one a second) answers 429.
+ */
+async function callAs(key: string, method: string, url: string, body?: unknown): Promise<Response> {
+  for (let attempt = 0; ; attempt += 1) {
+    const init: RequestInit = { method, headers: { 'x-api-key': key, ...(body === undefined ? {} : { 'content-type': 'application/json' }) } };
+    if (body !== undefined) init.body = JSON.stringify(body);
+    const response = await fetch(url, init);
+    if (response.status !== 429 || attempt === 5) return response;
+    await response.body?.cancel();
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+  }
+}
+
+/**
+ * Through the v2 API as one caller: creates a table, opens a change feed on it (a long poll from
+ * now), writes a row and polls the feed again for that change. The feed metrics then have samples
+ * for the store: a feed opened and ended (by its reader, CLIENT_GONE), a change delivered and its lag.
  */
 async function followOneChange(baseUrl: string, key: string): Promise<void> {
   const tables = `${baseUrl}/v2/stores/embedded/instances/local/tables`;
-  const call = async (method: string, url: string, body?: unknown): Promise<Response> => {
-    for (let attempt = 0; ; attempt += 1) {
-      const init: RequestInit = { method, headers: { 'x-api-key': key, ...(body === undefined ? {} : { 'content-type': 'application/json' }) } };
-      if (body !== undefined) init.body = JSON.stringify(body);
-      const response = await fetch(url, init);
-      if (response.status !== 429 || attempt === 5) return response;
-      await response.body?.cancel();
-      await new Promise((resolve) => setTimeout(resolve, 1_000));
-    }
-  };
+  const call = (method: string, url: string, body?: unknown) => callAs(key, method, url, body);
   const created = await call('POST', tables, { name: 'followed', families: [{ name: 'cf' }] });
   expect(created.status, await created.text()).to.equal(201);
   const started = await call('GET', `${tables}/followed/changes?wait=0`);
@@ -95,6 +102,22 @@ async function followOneChange(baseUrl: string, key: string): Promise<void> {
   const polled = await call('GET', `${tables}/followed/changes?wait=10&cursor=${encodeURIComponent(cursor)}`);
   expect(polled.status).to.equal(200);
   expect(((await polled.json()) as { changes: unknown[] }).changes).to.have.length(1);
+}
+
+/**
+ * Through the v2 API as one caller, on a store that coalesces single-row calls (Bigtable): creates
+ * a table, writes a row and reads it. Each of those calls goes out through the store's batches
+ * (alone: a batch of one), so the batch-size histogram has samples for mutateRow and readRows.
+ */
+async function writeAndReadOneRow(baseUrl: string, key: string, store: string, instance: string): Promise<void> {
+  const tables = `${baseUrl}/v2/stores/${store}/instances/${instance}/tables`;
+  const call = (method: string, url: string, body?: unknown) => callAs(key, method, url, body);
+  const created = await call('POST', tables, { name: 'coalesced', families: [{ name: 'cf' }] });
+  expect(created.status, await created.text()).to.equal(201);
+  const written = await call('POST', `${tables}/coalesced/rows/k1:mutate`, { mutations: [{ set: { family: 'cf', column: 'c', value: 'v' } }] });
+  expect(written.status, await written.text()).to.equal(200);
+  const read = await call('GET', `${tables}/coalesced/rows/k1`);
+  expect(read.status, await read.text()).to.equal(200);
 }
 
 describe('the queries of the Helm chart dashboard and alerts', function () {
@@ -135,24 +158,36 @@ describe('the queries of the Helm chart dashboard and alerts', function () {
 
     before(async function () {
       // API keys (so the access-file metrics exist), a rate limit of one request a second (so a
-      // request is shed) and a change feed that delivers a change and ends (histograms and labelled
-      // counters have samples only once observed): every kvcrud metric then has samples, and its
-      // labels can be read off them.
+      // request is shed), a change feed that delivers a change and ends, and a row written and
+      // read on a store that coalesces (Bigtable, on the emulator): histograms and labelled
+      // counters have samples only once observed, so every kvcrud metric then has samples, and
+      // its labels can be read off them.
+      const host = emulatorHost(this);
+      const instance = randomInstanceId();
       const key = newApiKey();
       const feedKey = newApiKey();
+      const rowKey = newApiKey();
       writeFileSync(
         join(directory, 'keys.json'),
         keysFile([
           { name: 'operator', key, role: 'admin', instances: ['*'] },
           { name: 'follower', key: feedKey, role: 'admin', instances: ['*'] },
+          { name: 'writer', key: rowKey, role: 'admin', instances: ['*'] },
         ]),
+      );
+      writeFileSync(
+        join(directory, 'stores.yaml'),
+        [
+          'default: embedded',
+          'stores:',
+          `  embedded: { driver: embedded, dataDir: ${join(directory, 'embedded')}, instances: [local] }`,
+          `  bigtable: { driver: bigtable, projectId: ${TEST_PROJECT}, emulatorHost: "${host}", instances: [${instance}] }`,
+        ].join('\n'),
       );
       service = await runService(
         cleanEnv({
           PORT: '0',
-          DATA_STORE: 'embedded',
-          DATA_DIR: directory,
-          INSTANCE_IDS: 'local',
+          STORES_FILE: join(directory, 'stores.yaml'),
           AUTH_MODE: 'apikey',
           AUTH_API_KEYS_FILE: join(directory, 'keys.json'),
           RATE_LIMIT_PER_SECOND: '1',
@@ -164,6 +199,7 @@ describe('the queries of the Helm chart dashboard and alerts', function () {
       for (let attempt = 0; attempt < 3; attempt += 1) statuses.push((await get('/v1/local/readCellData?tableName=orders&id=a')).status);
       expect(statuses).to.include.members([404, 429]);
       await followOneChange(service.baseUrl, feedKey);
+      await writeAndReadOneRow(service.baseUrl, rowKey, 'bigtable', instance);
       const scrape = await get('/metrics');
       expect(scrape.status).to.equal(200);
       metrics = exposed(await scrape.text());

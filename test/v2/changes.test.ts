@@ -18,6 +18,12 @@ function brief(change: Record<string, unknown>): string {
   return `${String(change['key'])}: ${mutations.join('; ')}`;
 }
 
+/** How many requests the app counted as shed by `limit` (kvcrud_http_requests_shed_total). */
+async function shedCount(baseUrl: string, limit: string): Promise<number> {
+  const metrics = await (await fetch(new URL('/metrics', baseUrl))).text();
+  return Number(new RegExp(`^kvcrud_http_requests_shed_total\\{limit="${limit}"\\} (\\d+)$`, 'm').exec(metrics)?.[1] ?? 0);
+}
+
 describe('v2 change feeds', () => {
   const app = useTestApp({ feeds: { max: 20, perCaller: 8 } });
   const paths = () => v2Paths(app());
@@ -134,22 +140,29 @@ describe('v2 change feeds', () => {
     expect(JSON.parse(end?.data ?? '{}')).to.include({ reason: 'TABLE_DELETED' });
   });
 
-  it('caps the feeds one caller has open with 429 RATE_LIMITED, and frees a slot when a feed closes', async () => {
+  it('caps the feeds one caller has open with 429 RATE_LIMITED, counted as shed by feeds_per_caller, and frees a slot when a feed closes', async () => {
+    const shedBefore = await shedCount(app().baseUrl, 'feeds_per_caller');
     const open: EventStreamClient[] = [];
     for (let i = 0; i < 8; i += 1) open.push(await follow('feed'));
     expect(open.map((stream) => stream.status)).to.deep.equal(open.map(() => 200));
     const refused = await follow('feed');
     expect(refused.status).to.equal(429);
     expect(JSON.parse(refused.body)).to.include({ code: 'RATE_LIMITED' });
+    let refusals = 1;
     await open[0]?.close();
     // The service sees the disconnect, then frees the slot.
     const until = Date.now() + 10_000;
     let again = await follow('feed');
     while (again.status !== 200 && Date.now() < until) {
+      expect(again.status).to.equal(429);
+      refusals += 1;
       await new Promise((resolve) => setTimeout(resolve, 100));
       again = await follow('feed');
     }
     expect(again.status).to.equal(200);
+    // Each refusal is counted once, by the bound that refused it, and nothing else is.
+    expect((await shedCount(app().baseUrl, 'feeds_per_caller')) - shedBefore).to.equal(refusals);
+    expect(await shedCount(app().baseUrl, 'feeds')).to.equal(0);
   });
 
   it('serves other requests while feeds are open: they hold no request slot', async () => {
@@ -185,6 +198,32 @@ describe('v2 change feeds', () => {
     const data = JSON.parse(end?.data ?? '{}') as Record<string, unknown>;
     expect(data['reason']).to.equal('SHUTTING_DOWN');
     expect(data['cursor']).to.equal(end?.id);
+  });
+});
+
+describe('v2 change feeds past FEEDS_MAX', () => {
+  const app = useTestApp({ feeds: { max: 2, perCaller: 2 } });
+  const streams: EventStreamClient[] = [];
+
+  before(async function () {
+    if (!app().store.capabilities.changeFeed) this.skip();
+    await createTable(app(), 'feed');
+  });
+
+  afterEach(async () => {
+    await Promise.all(streams.splice(0).map((stream) => stream.close()));
+  });
+
+  it('answers 503 OVERLOADED, counted as shed by feeds', async () => {
+    const url = `${app().baseUrl}${v2Paths(app()).table('feed')}/changes`;
+    for (let i = 0; i < 2; i += 1) streams.push(await EventStreamClient.open(url));
+    expect(streams.map((stream) => stream.status)).to.deep.equal([200, 200]);
+    const refused = await EventStreamClient.open(url);
+    streams.push(refused);
+    expect(refused.status).to.equal(503);
+    expect(JSON.parse(refused.body)).to.include({ code: 'OVERLOADED' });
+    expect(await shedCount(app().baseUrl, 'feeds')).to.equal(1);
+    expect(await shedCount(app().baseUrl, 'feeds_per_caller')).to.equal(0);
   });
 });
 

@@ -6,7 +6,7 @@ import { clientGone } from '../admission/client-gone.ts';
 import type { BodyBudget } from '../admission/body-budget.ts';
 import { setJsonAnswer } from '../json/json-answer.ts';
 import { jsonBody } from '../middleware/json-body.ts';
-import { ApiError } from '../../service/errors.ts';
+import { ApiError, ShedError } from '../../service/errors.ts';
 import { callerKey } from '../admission/caller-key.ts';
 import { StreamedAnswer } from './streamed-answer.ts';
 import { QUERY_LIMITS, parseQuery } from '../validation/query.ts';
@@ -64,6 +64,8 @@ export function registerOperations(router: Router<AppState>, operations: readonl
           callerKey: callerKey(ctx),
         });
       } catch (error) {
+        // Refused by a bound of the service (the change feeds'): counted as shed, by that bound.
+        if (error instanceof ShedError) ctx.state.shedBy ??= error.limit;
         throw operation.body || !sentBody(ctx) ? error : withQueryHint(error, operation);
       }
       ctx.status = operation.success.status;
