@@ -1,8 +1,8 @@
 /**
  * A client generated from the OpenAPI document, as its users make one: openapi-typescript's types
  * of the served document and openapi-fetch. A small program written against them is compiled with
- * `strict` (it must not compile if the types admit what the service refuses: a mutation of none or
- * two forms), then runs the README's v1 and v2 tours against the service.
+ * `strict` (it must not compile if the types admit what the service refuses: a mutation, a condition
+ * or a rule of none or two shapes), then runs the README's v1 and v2 tours against the service.
  */
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -16,8 +16,8 @@ const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
 /**
  * The program, written as a user of the generated types writes one. It must compile: every
- * request and answer is typed from the document, and the two `@ts-expect-error` lines fail the
- * compilation unless the types refuse those mutations.
+ * request and answer is typed from the document, and the `@ts-expect-error` lines fail the
+ * compilation unless the types refuse those mutations, conditions and rules.
  */
 const PROGRAM = `
 import createClient from 'openapi-fetch';
@@ -30,6 +30,41 @@ export const none: Mutation = {};
 // @ts-expect-error -- and only one of them
 export const two: Mutation = { set: { family: 'cf', column: 'status', value: 'new' }, deleteRow: {} };
 export const one: Mutation = { deleteFamily: { family: 'cf' } };
+
+type Condition = components['schemas']['RowsCheckAndMutateRequest']['conditions'][number];
+type EntryCondition = NonNullable<components['schemas']['RowsBatchWriteRequest']['entries'][number]['conditions']>[number];
+type Rule = components['schemas']['RowsReadModifyWriteRequest']['rules'][number];
+
+// @ts-expect-error -- a condition has one of its four shapes
+export const noCondition: Condition = {};
+// @ts-expect-error -- and only one of them: not a column's exists and a value's equals
+export const existsAndEquals: Condition = { family: 'cf', column: 'status', equals: 'new', exists: true };
+// @ts-expect-error -- nor the row's and a family's
+export const rowAndFamily: Condition = { rowExists: true, family: 'cf' };
+// @ts-expect-error -- nor a family's with an encoding, which only a column's and a value's take
+export const familyEncoded: Condition = { family: 'cf', exists: true, encoding: 'base64' };
+// @ts-expect-error -- a batch entry's conditions are the same union
+export const entryMixed: EntryCondition = { rowExists: false, family: 'cf', exists: false };
+export const conditions: Condition[] = [
+  { rowExists: false },
+  { family: 'cf', exists: true },
+  { family: 'cf', column: 'status', exists: false },
+  { family: 'cf', column: 'c3RhdHVz', exists: true, encoding: 'base64' },
+  { family: 'cf', column: 'status', equals: 'new' },
+  { family: 'cf', column: 'c3RhdHVz', equals: 'bmV3', encoding: 'base64' },
+];
+export const entryConditions: EntryCondition[] = conditions;
+// @ts-expect-error -- a rule has one of its two shapes
+export const noRule: Rule = { family: 'cf', column: 'n' };
+// @ts-expect-error -- and only one of them: not an increment and an append
+export const incrementAndAppend: Rule = { family: 'cf', column: 'n', increment: 1, append: '.' };
+export const rules: Rule[] = [
+  { family: 'cf', column: 'n', increment: 1 },
+  { family: 'cf', column: 'n', increment: '-9223372036854775808' },
+  { family: 'cf', column: 'bg==', increment: 2, encoding: 'base64' },
+  { family: 'cf', column: 'log', append: '.' },
+  { family: 'cf', column: 'bG9n', append: 'Lg==', encoding: 'base64' },
+];
 
 function check(condition: boolean, what: string): void {
   if (!condition) throw new Error(what);
@@ -190,7 +225,11 @@ describe('a client generated from the OpenAPI document', function () {
     expect(types).to.match(/set\?: never;/).and.match(/deleteRow\?: never;/);
   });
 
-  it('compiles a program against the types with strict, which refuses a mutation of no form or two', () => {
+  it('types a condition as a union of its four shapes and a rule as a union of its two', () => {
+    for (const member of ['rowExists', 'family', 'column', 'exists', 'equals', 'encoding', 'increment', 'append']) expect(types).to.match(new RegExp(`\\b${member}\\?: never;`), member);
+  });
+
+  it('compiles a program against the types with strict, which refuses a mutation, a condition or a rule of no shape or two', () => {
     expect(compile(directory, true)).to.deep.equal([]);
   });
 
@@ -219,8 +258,15 @@ describe('a client generated from the OpenAPI document', function () {
     ]);
   });
 
-  it('would not compile if the types took a mutation of no form or two', () => {
-    writeFileSync(join(directory, 'kvcrud.ts'), types.replaceAll(/^(\s+)(set|deleteColumn|deleteFamily|deleteRow)\?: never;$/gm, ''));
-    expect(compile(directory, false).join('\n')).to.contain("Unused '@ts-expect-error' directive");
+  it('would not compile if the types took a mutation, a condition or a rule of two shapes', () => {
+    const members = 'set|deleteColumn|deleteFamily|deleteRow|rowExists|family|column|exists|equals|encoding|increment|append';
+    writeFileSync(join(directory, 'kvcrud.ts'), types.replaceAll(new RegExp(`^(\\s+)(${members})\\?: never;$`, 'gm'), ''));
+    const unused = compile(directory, false).filter((diagnostic) => diagnostic.startsWith("Unused '@ts-expect-error' directive"));
+    // The declaration each unused directive stands above, by name.
+    const names = unused.map((diagnostic) => {
+      const start = Number(/:(\d+)\)$/.exec(diagnostic)?.[1]);
+      return /^export const (\w+)/m.exec(PROGRAM.slice(start))?.[1];
+    });
+    expect(names).to.deep.equal(['two', 'existsAndEquals', 'rowAndFamily', 'familyEncoded', 'entryMixed', 'incrementAndAppend']);
   });
 });

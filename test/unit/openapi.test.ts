@@ -262,6 +262,64 @@ describe('the OpenAPI document as validators and client generators read it', () 
     }
   });
 
+  it('gives conditions and rules as unions of closed alternatives, each forbidding the members of the others', () => {
+    const schemas = document['components']['schemas'] as Json;
+    const unions: Array<[string, Json, unknown[], unknown[]]> = [
+      [
+        'conditions',
+        schemas['RowsCheckAndMutateRequest']['properties']['conditions']['items'],
+        [
+          { rowExists: true },
+          { family: 'cf', exists: false },
+          { family: 'cf', column: 'status', exists: true },
+          { family: 'cf', column: 'c3RhdHVz', exists: true, encoding: 'base64' },
+          { family: 'cf', column: 'status', equals: 'new' },
+          { family: 'cf', column: 'c3RhdHVz', equals: 'bmV3', encoding: 'base64' },
+        ],
+        [
+          {},
+          { family: 'cf', column: 'status', equals: 'new', exists: true },
+          { rowExists: true, family: 'cf' },
+          { family: 'cf', exists: true, encoding: 'base64' },
+          { rowExists: false, family: 'cf', exists: false },
+          { family: 'cf', column: 'status', exists: true, other: 1 },
+        ],
+      ],
+      [
+        'batch entry conditions',
+        schemas['RowsBatchWriteRequest']['properties']['entries']['items']['properties']['conditions']['items'],
+        [{ rowExists: false }, { family: 'cf', column: 'status', equals: 'new' }],
+        [{ rowExists: false, family: 'cf' }, { family: 'cf', column: 'status', equals: 'new', exists: true }],
+      ],
+      [
+        'rules',
+        schemas['RowsReadModifyWriteRequest']['properties']['rules']['items'],
+        [
+          { family: 'cf', column: 'n', increment: 1 },
+          { family: 'cf', column: 'n', increment: '-9223372036854775808' },
+          { family: 'cf', column: 'log', append: '.' },
+          { family: 'cf', column: 'bG9n', append: 'Lg==', encoding: 'base64' },
+        ],
+        [{ family: 'cf', column: 'n' }, { family: 'cf', column: 'n', increment: 1, append: '.' }, { family: 'cf', column: 'n', increment: 1, other: 1 }],
+      ],
+    ];
+    for (const [what, union, valid, invalid] of unions) {
+      const validate = ajv.compile(union);
+      for (const value of valid) expect(validate(value), `${what} ${JSON.stringify(value)}`).to.equal(true);
+      for (const value of invalid) expect(validate(value), `${what} ${JSON.stringify(value)}`).to.equal(false);
+      const alternatives = union['oneOf'] as Json[];
+      const members = new Set(alternatives.flatMap((alternative) => Object.keys(alternative['properties'] as Json)));
+      for (const alternative of alternatives) {
+        expect(alternative['additionalProperties'], what).to.equal(false);
+        // Every member of the union is in each alternative: its own with a schema, the others' as `false`.
+        expect(Object.keys(alternative['properties'] as Json), what).to.have.members([...members]);
+        const forbidden = Object.entries(alternative['properties'] as Json).filter(([, schema]) => schema === false).map(([name]) => name);
+        expect(forbidden.filter((name) => (alternative['required'] as string[]).includes(name)), what).to.deep.equal([]);
+        expect(forbidden, what).to.not.be.empty;
+      }
+    }
+  });
+
   it('says the bounds the service enforces: key lengths, selector and timestamp patterns, base64', () => {
     const schemas = document['components']['schemas'] as Json;
     expect(schemas['RowsBatchGetRequest']['properties']['keys']['items']['minLength']).to.equal(1);
@@ -313,6 +371,15 @@ describe('the validation messages of a mutation', () => {
 
   it('names the keys it has when it has more than one', async () => {
     expect(await problems({ set: { family: 'cf', column: 'a', value: 'b' }, deleteRow: {} })).to.contain('must have only one of [set, deleteColumn, deleteFamily, deleteRow], not [set, deleteRow]');
+  });
+});
+
+describe('the JSON Schema of a forbidden member', () => {
+  it('is false, which client generators type as never', () => {
+    const schema = toJsonSchema(Joi.object({ a: Joi.number().required(), b: Joi.forbidden() }));
+    expect(schema['properties']).to.deep.equal({ a: { type: 'number' }, b: false });
+    const validate = new Ajv2020({ strict: false }).compile(schema);
+    expect([{ a: 1 }, { a: 1, b: 2 }].map((value) => validate(value))).to.deep.equal([true, false]);
   });
 });
 

@@ -66,9 +66,52 @@ describe('v2 coordination: checkAndMutate, readModifyWrite, conditional batches'
     expect(none.body.errors[0].path).to.equal('conditions');
   });
 
-  it('refuses more conditions than the store takes with 400 naming conditionsPerCheck', async () => {
-    const conditions = Array.from({ length: app().store.limits.conditionsPerCheck + 1 }, () => ({ rowExists: false }));
-    expect(problemOf(await check('r', { conditions, mutations: [set('a', 'v')] }))).to.deep.equal({ status: 400, code: 'VALIDATION_FAILED', limit: 'conditionsPerCheck' });
+  it('refuses more conditions than the store takes with 400 naming conditionsPerCheck, in a request or in a batch entry alone, writing nothing', async () => {
+    const { conditionsPerCheck } = app().store.limits;
+    const conditions = Array.from({ length: conditionsPerCheck + 1 }, () => ({ rowExists: false }));
+    const response = await check('over', { conditions, mutations: [set('a', 'v')] });
+    expect(problemOf(response)).to.deep.equal({ status: 400, code: 'VALIDATION_FAILED', limit: 'conditionsPerCheck' });
+    expect(response.body.detail).to.contain(`${conditionsPerCheck + 1} conditions, more than the ${conditionsPerCheck}`);
+    expect((await check('over', { conditions: conditions.slice(1), mutations: [set('a', 'v')] })).body.matched).to.equal(true);
+    const batch = await app().api.post(`${v2Paths(app()).rows('coord')}:batchWrite`, {
+      entries: [
+        { key: 'over-entry', conditions, mutations: [set('a', 'v')] },
+        { key: 'within-entry', conditions: conditions.slice(1), mutations: [set('a', 'v')] },
+      ],
+    });
+    expect(batch.status).to.equal(200);
+    expect(batch.body.results.map((result: { code: string; limit?: string; matched?: boolean }) => [result.code, result.limit, result.matched])).to.deep.equal([
+      ['VALIDATION_FAILED', 'conditionsPerCheck', undefined],
+      ['OK', undefined, true],
+    ]);
+    expect((await read('over-entry')).status).to.equal(404);
+  });
+
+  it('refuses more rules than the store takes with 400 naming rulesPerRow, writing nothing', async () => {
+    const { rulesPerRow } = app().store.limits;
+    const rules = Array.from({ length: rulesPerRow + 1 }, (_, index) => ({ family: 'cf', column: `c${index}`, increment: 1 }));
+    const response = await modify('many-rules', { rules });
+    expect(problemOf(response)).to.deep.equal({ status: 400, code: 'VALIDATION_FAILED', limit: 'rulesPerRow' });
+    expect(response.body.detail).to.contain(`${rulesPerRow + 1} rules, more than the ${rulesPerRow}`);
+    expect((await read('many-rules')).status).to.equal(404);
+    const within = await modify('many-rules', { rules: rules.slice(1) });
+    expect([within.status, within.body.cells.length]).to.deep.equal([200, rulesPerRow]);
+  });
+
+  it('answers 404 COLUMN_FAMILY_NOT_FOUND for a rule naming a family the table lacks, writing none of the rules', async () => {
+    for (const rules of [
+      [{ family: 'nope', column: 'n', increment: 1 }],
+      [
+        { family: 'cf', column: 'n', increment: 1 },
+        { family: 'meta', column: 'log', append: '.' },
+        { family: 'nope', column: 'log', append: '.' },
+      ],
+    ]) {
+      const response = await modify('no-family', { rules });
+      expect(problemOf(response), JSON.stringify(rules)).to.deep.equal({ status: 404, code: 'COLUMN_FAMILY_NOT_FOUND' });
+      expect(response.body.detail).to.contain('"nope"');
+    }
+    expect((await read('no-family')).status).to.equal(404);
   });
 
   it('increments a counter from nothing, answering its bytes and its int64, and reads it back as int64 when asked', async () => {

@@ -1,7 +1,8 @@
 /**
  * The JSON Schema (OpenAPI 3.1) form of the joi schemas, as the OpenAPI document gives it. It is
- * joi-to-json's, with two things said so that generated clients and validators read them:
- * `.xor()` members as a union of closed alternatives, and base64 bytes as `contentEncoding`.
+ * joi-to-json's, with three things said so that generated clients and validators read them:
+ * `.xor()` members as a union of closed alternatives, forbidden members as `false`, and base64
+ * bytes as `contentEncoding`.
  */
 import type Joi from 'joi';
 import joiToJson from 'joi-to-json';
@@ -35,6 +36,7 @@ export function base64WithEncoding<T extends Joi.Schema>(schema: T): T {
 /** The JSON Schema of a joi schema, as the document gives it. */
 export function toJsonSchema(schema: Joi.Schema): JsonObject {
   const json = parse(schema, 'open-api-3.1', {}, { logicalOpParser: { xor: exactlyOne } });
+  sayForbidden(json);
   sayContentEncoding(json);
   return json;
 }
@@ -71,6 +73,30 @@ function exactlyOne(schema: JsonObject, dependency: Dependency): void {
   }));
   delete schema['properties'];
   delete schema['required'];
+}
+
+/**
+ * A member joi forbids (`Joi.forbidden()`): joi-to-json says `not: {}`, which client generators
+ * type as `unknown`, so that the member may be given. Said instead as `false`, which they type as
+ * `never`: an object with it is not of that alternative.
+ */
+function sayForbidden(json: unknown): void {
+  if (Array.isArray(json)) {
+    for (const item of json) sayForbidden(item);
+    return;
+  }
+  if (typeof json !== 'object' || json === null) return;
+  const node = json as JsonObject;
+  const properties = (node['properties'] ?? {}) as Record<string, unknown>;
+  for (const [name, member] of Object.entries(properties)) if (isForbidden(member)) properties[name] = false;
+  for (const value of Object.values(node)) sayForbidden(value);
+}
+
+/** Whether `member` is joi-to-json's schema of a forbidden member: `{not: {}}` and nothing else. */
+function isForbidden(member: unknown): boolean {
+  if (typeof member !== 'object' || member === null || Object.keys(member).length !== 1) return false;
+  const not = (member as JsonObject)['not'];
+  return typeof not === 'object' && not !== null && Object.keys(not).length === 0;
 }
 
 /** Turns the marks of base64WithEncoding into `contentEncoding: base64` when `encoding` is "base64", everywhere in `json`. */

@@ -386,27 +386,43 @@ export const batchGetBody = Joi.object<BatchGetBody>({
 
 const encodingField = (what: string) => Joi.string().valid('base64').description(`"base64": ${what} base64.`);
 
-const condition = Joi.alternatives()
-  .try(
-    Joi.object({ rowExists: Joi.boolean().required().description('true: the row has a live cell; false: it has none.') }).label('rowExists condition'),
-    Joi.object({
-      family: columnFamily.required(),
-      exists: Joi.boolean().required().description('true: the family has a live cell in the row; false: none.'),
-    }).label('family condition'),
-    Joi.object({
-      family: columnFamily.required(),
-      column: bodyBytes('Column name').required(),
-      exists: Joi.boolean().required().description('true: the column has a live version; false: none.'),
-      encoding: encodingField('this column is'),
-    }).label('column condition'),
-    Joi.object({
-      family: columnFamily.required(),
-      column: bodyBytes('Column name').required(),
-      equals: bodyBytes('The exact bytes the latest live version must hold').required(),
-      encoding: encodingField('this column and value are'),
-    }).label('value condition'),
-  )
-  .match('one')
+/**
+ * Object shapes of which a value is exactly one. Each shape forbids the members only the others
+ * have, so that the document closes each alternative against the others (a generated client's
+ * union then refuses a mix of two shapes) as the service refuses it.
+ */
+function oneShapeOf(...shapes: Joi.ObjectSchema[]): Joi.AlternativesSchema {
+  const membersOf = (shape: Joi.ObjectSchema) => Object.keys((shape.describe() as { keys?: Record<string, unknown> }).keys ?? {});
+  const all = [...new Set(shapes.flatMap(membersOf))];
+  return Joi.alternatives()
+    .try(
+      ...shapes.map((shape) => {
+        const own = membersOf(shape);
+        return shape.keys(Object.fromEntries(all.filter((member) => !own.includes(member)).map((member) => [member, Joi.forbidden()])));
+      }),
+    )
+    .match('one');
+}
+
+const condition = oneShapeOf(
+  Joi.object({ rowExists: Joi.boolean().required().description('true: the row has a live cell; false: it has none.') }).label('rowExists condition'),
+  Joi.object({
+    family: columnFamily.required(),
+    exists: Joi.boolean().required().description('true: the family has a live cell in the row; false: none.'),
+  }).label('family condition'),
+  Joi.object({
+    family: columnFamily.required(),
+    column: bodyBytes('Column name').required(),
+    exists: Joi.boolean().required().description('true: the column has a live version; false: none.'),
+    encoding: encodingField('this column is'),
+  }).label('column condition'),
+  Joi.object({
+    family: columnFamily.required(),
+    column: bodyBytes('Column name').required(),
+    equals: bodyBytes('The exact bytes the latest live version must hold').required(),
+    encoding: encodingField('this column and value are'),
+  }).label('value condition'),
+)
   .messages({
     'alternatives.match': '{{#label}} must be exactly one of: rowExists; family with exists; family, column and exists; family, column and equals',
     'alternatives.any': '{{#label}} must be exactly one of: rowExists; family with exists; family, column and exists; family, column and equals',
@@ -454,22 +470,20 @@ const incrementAmount = Joi.alternatives()
   .messages({ 'alternatives.match': '{{#label}} must be an integer: a JSON integer within 2^53, or a decimal string within int64' })
   .description('Added to the counter: a JSON integer (within ±2^53 - 1), or a decimal string for any int64. Negative to subtract.');
 
-const rule = Joi.alternatives()
-  .try(
-    Joi.object({
-      family: columnFamily.required(),
-      column: bodyBytes('Column name').required(),
-      increment: incrementAmount.required(),
-      encoding: encodingField('this column is'),
-    }).label('increment rule'),
-    Joi.object({
-      family: columnFamily.required(),
-      column: bodyBytes('Column name').required(),
-      append: bodyBytes('Bytes appended to the latest live value (to nothing when there is none)').required(),
-      encoding: encodingField('this column and value are'),
-    }).label('append rule'),
-  )
-  .match('one')
+const rule = oneShapeOf(
+  Joi.object({
+    family: columnFamily.required(),
+    column: bodyBytes('Column name').required(),
+    increment: incrementAmount.required(),
+    encoding: encodingField('this column is'),
+  }).label('increment rule'),
+  Joi.object({
+    family: columnFamily.required(),
+    column: bodyBytes('Column name').required(),
+    append: bodyBytes('Bytes appended to the latest live value (to nothing when there is none)').required(),
+    encoding: encodingField('this column and value are'),
+  }).label('append rule'),
+)
   .messages({
     'alternatives.match': '{{#label}} must be exactly one of: family, column and increment; family, column and append',
     'alternatives.any': '{{#label}} must be exactly one of: family, column and increment; family, column and append',

@@ -103,4 +103,31 @@ describe('redis store: conditions and counters as redis-cli sees them', () => {
     expect(await server.cli('HEXISTS', row, 'hour:lock')).to.equal('(integer) 0\n');
     expect(await server.cli('HKEYS', row)).to.equal('1) "cf:owner"\n');
   });
+
+  it('counts from 0 and appends to nothing where redis-cli wrote a cell past its family maxAge, replacing it', async () => {
+    const stale = nowMicros() - 2n * HOUR_MICROS;
+    // Counted as they are, the first would be 00000042 and the second refused as 7 bytes.
+    await cliWrite('hour:n', stale, '00000041');
+    await cliWrite('hour:text', stale, 'seven-b');
+    await cliWrite('hour:log', stale, 'stale');
+    await cliWrite('hour:live', nowMicros(), '00000041');
+    const before = nowMicros();
+    const { cells } = await store.readModifyWriteRow(
+      t,
+      b('k'),
+      [increment('hour', 'n', 1n), increment('hour', 'text', 5n), { type: 'append', family: 'hour', column: b('log'), value: b('.') }, increment('hour', 'live', 1n)],
+      call(),
+    );
+    const answered = Object.fromEntries(cells.map((cell) => [cell.column.toString(), cell.value]));
+    expect(answered['n']?.readBigInt64BE()).to.equal(1n);
+    expect(answered['text']?.readBigInt64BE()).to.equal(5n);
+    expect(answered['log']?.toString()).to.equal('.');
+    expect(answered['live']?.toString()).to.equal('00000042');
+    for (const cell of cells) expect(cell.timestampMicros >= before, cell.column.toString()).to.equal(true);
+    // redis-cli sees the new cells in place of the expired ones.
+    for (const [field, value] of [['hour:n', '\\x00\\x00\\x00\\x00\\x00\\x00\\x00\\x01'], ['hour:text', '\\x00\\x00\\x00\\x00\\x00\\x00\\x00\\x05'], ['hour:log', '.']] as const) {
+      const column = field.slice('hour:'.length);
+      expect(await server.cli('HGET', row, field), field).to.equal(`"${cells.find((cell) => cell.column.toString() === column)?.timestampMicros}:${value}"\n`);
+    }
+  });
 });
