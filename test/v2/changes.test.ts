@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process';
 import { expect } from 'chai';
+import type { ApiResponse } from '../support/api-client.ts';
 import { EventStreamClient } from '../support/event-stream-client.ts';
 import { useTestApp } from '../support/test-app.ts';
 import { createTable, problemOf, publishing, v2Paths } from '../support/v2.ts';
@@ -152,13 +153,6 @@ describe('v2 change feeds', () => {
     expect(again.status).to.equal(200);
   });
 
-  it('serves other requests while feeds are open: they hold no request slot', async () => {
-    const open = await Promise.all(Array.from({ length: 5 }, () => follow('feed')));
-    expect(open.every((stream) => stream.status === 200)).to.equal(true);
-    const reads = await Promise.all(Array.from({ length: 20 }, () => app().api.get(paths().table('feed'))));
-    expect(reads.map((read) => read.status)).to.deep.equal(reads.map(() => 200));
-  });
-
   it('is followed by curl -N, as the README shows', async function () {
     this.timeout(30_000);
     const curl = spawn('curl', ['-sN', '-H', 'Accept: text/event-stream', changesUrl('feed', '?prefix=curl')]);
@@ -185,6 +179,77 @@ describe('v2 change feeds', () => {
     const data = JSON.parse(end?.data ?? '{}') as Record<string, unknown>;
     expect(data['reason']).to.equal('SHUTTING_DOWN');
     expect(data['cursor']).to.equal(end?.id);
+  });
+});
+
+describe('v2 change feeds and the request slots', () => {
+  // Fewer request slots than the feeds the tests hold open: a feed that held one would starve the reads.
+  const app = useTestApp({ maxInflight: 2, feeds: { max: 20, perCaller: 20 } });
+  const paths = () => v2Paths(app());
+  const streams: EventStreamClient[] = [];
+
+  /** The feeds the service has open, as its metrics say. */
+  const feedsOpen = async (): Promise<number> => {
+    const metrics = await app().api.get('/metrics');
+    const sample = /^kvcrud_feeds_open\{[^}]*\} (\d+)$/m.exec(String(metrics.body));
+    return Number(sample?.[1] ?? 0);
+  };
+  const untilFeedsOpen = async (count: number) => {
+    const until = Date.now() + 10_000;
+    while ((await feedsOpen()) !== count) {
+      if (Date.now() > until) throw new Error(`timed out waiting for ${count} open feeds; ${await feedsOpen()} are`);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+  };
+  /** Reads one after the other, so that they never need more than one slot at once. */
+  const reads = async (count: number) => {
+    const statuses: number[] = [];
+    for (let i = 0; i < count; i += 1) statuses.push((await app().api.get(paths().table('slots'))).status);
+    return statuses;
+  };
+
+  before(async function () {
+    if (!app().store.capabilities.changeFeed) this.skip();
+    await createTable(app(), 'slots');
+  });
+
+  afterEach(async () => {
+    await Promise.all(streams.splice(0).map((stream) => stream.close()));
+    await untilFeedsOpen(0);
+  });
+
+  it('serves other requests while SSE feeds are open: they hold no request slot', async () => {
+    // One after the other: opening a feed takes a slot until its stream has begun.
+    for (let i = 0; i < 5; i += 1) streams.push(await EventStreamClient.open(`${app().baseUrl}${paths().table('slots')}/changes`));
+    expect(streams.map((stream) => stream.status)).to.deep.equal([200, 200, 200, 200, 200]);
+    await untilFeedsOpen(5);
+    expect(await reads(10)).to.deep.equal(Array.from({ length: 10 }, () => 200));
+  });
+
+  it('serves other requests while long polls wait: a waiting long poll holds no request slot', async () => {
+    const start = await app().api.get(`${paths().table('slots')}/changes`);
+    const cursor = start.body.cursor as string;
+    const waiting: Array<Promise<ApiResponse>> = [];
+    for (let i = 0; i < 4; i += 1) {
+      waiting.push(app().api.get(`${paths().table('slots')}/changes?wait=20&cursor=${cursor}`));
+      await untilFeedsOpen(i + 1);
+    }
+    expect(await reads(10)).to.deep.equal(Array.from({ length: 10 }, () => 200));
+    const written = await app().api.post(`${paths().row('slots', 'woken')}:mutate`, { mutations: [{ set: { family: 'cf', column: 'c', value: 'v' } }] });
+    expect(written.status).to.equal(200);
+    const answers = await Promise.all(waiting);
+    expect(answers.map((answer) => [answer.status, (answer.body.changes as Array<{ key: string }>).map((change) => change.key)])).to.deep.equal(
+      Array.from({ length: 4 }, () => [200, ['woken']]),
+    );
+  });
+
+  it('closes the feed of a long poll whose client leaves while it waits', async () => {
+    const left = new AbortController();
+    const poll = fetch(`${app().baseUrl}${paths().table('slots')}/changes?wait=30`, { signal: left.signal }).catch((error: unknown) => error);
+    await untilFeedsOpen(1);
+    left.abort();
+    await poll;
+    await untilFeedsOpen(0);
   });
 });
 

@@ -1,11 +1,12 @@
 import { isUtf8 } from 'node:buffer';
-import type { FeedEnd, FeedQuery, OpenFeed } from '../../service/change-feeds.ts';
+import type { FeedQuery } from '../../service/change-feeds.ts';
 import type { ErrorCode } from '../../service/errors.ts';
 import { prefixRange } from '../../service/key-ranges.ts';
 import type { TableTarget } from '../../service/tables.ts';
 import { formatTimestamp, parseTimestamp } from '../../service/timestamps.ts';
 import type { Change, KeyRange, Mutation } from '../../store/store.ts';
 import { EventStreamAnswer } from './event-stream.ts';
+import { LongPollAnswer } from './long-poll.ts';
 import { type Operation, defineOperation } from '../operations/operation.ts';
 import { columnSelector, inBase64, renderKey, urlBytes } from './bytes.ts';
 import { type ChangesQuery, type TablePath, changesQuery, changesResponse, tablePath } from './schemas.ts';
@@ -26,13 +27,6 @@ const ERRORS: readonly ErrorCode[] = [
   'CURSOR_EXPIRED',
   'NOT_SUPPORTED_BY_STORE',
 ];
-
-/** After a first change, how long a long poll waits for more that come right after it. */
-const GATHER_MS = 100;
-/** How long a long poll with wait=0 looks for changes already there. */
-const AT_ONCE_MS = 250;
-/** Most changes in one long-poll answer. */
-const MOST_CHANGES = 1000;
 
 export const CHANGES_OPERATION: Operation = defineOperation<TablePath, ChangesQuery>({
   operationId: 'tables.changes',
@@ -89,44 +83,13 @@ export const CHANGES_OPERATION: Operation = defineOperation<TablePath, ChangesQu
     if (prefersEventStream(header('accept'))) {
       return new EventStreamAnswer(feed, { render: (event) => JSON.stringify(render(event.change)), expiresAtMs: caller?.expiresAtMs });
     }
-    try {
-      return await longPoll(feed, query.wait ?? 0, render);
-    } finally {
-      feed.close();
-    }
+    return new LongPollAnswer(feed, { waitSeconds: query.wait ?? 0, render: (event) => render(event.change) });
   },
 });
 
 /** Whether the request asks for Server-Sent Events rather than JSON. */
 function prefersEventStream(accept: string): boolean {
   return /(^|,)\s*text\/event-stream\s*(;|,|$)/i.test(accept) && !/(^|,)\s*application\/json\s*(;|,|$)/i.test(accept);
-}
-
-const TIMED_OUT = Symbol('timed out');
-
-async function longPoll(feed: OpenFeed, waitSeconds: number, render: (change: Change) => unknown) {
-  const changes: unknown[] = [];
-  // The cursor of the last event taken here, never of one a pending read took after the answer.
-  let cursor = feed.start;
-  const deadline = Date.now() + waitSeconds * 1000;
-  while (changes.length < MOST_CHANGES) {
-    const ms = changes.length > 0 ? GATHER_MS : Math.max(deadline - Date.now(), waitSeconds === 0 ? AT_ONCE_MS : 0);
-    if (ms <= 0) break;
-    const event = await withTimeout(feed.next(), ms);
-    if (event === TIMED_OUT || event === undefined) break;
-    cursor = event.cursor;
-    if (event.type === 'change') changes.push(render(event.change));
-  }
-  const end: FeedEnd | undefined = feed.ended;
-  return { changes, cursor, ...(end === undefined ? {} : { end }) };
-}
-
-function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T | typeof TIMED_OUT> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<typeof TIMED_OUT>((resolve) => {
-    timer = setTimeout(() => resolve(TIMED_OUT), ms);
-  });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }
 
 /** A change as the API shows it: the key, the commit time, the mutations in the `:mutate` shape. */
