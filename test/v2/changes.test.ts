@@ -142,6 +142,10 @@ describe('v2 change feeds', () => {
     const refused = await follow('feed');
     expect(refused.status).to.equal(429);
     expect(JSON.parse(refused.body)).to.include({ code: 'RATE_LIMITED' });
+    // A long poll is a feed too, refused alike, with the problem document and its Retry-After.
+    const polled = await app().api.get(`${paths().table('feed')}/changes`);
+    expect(problemOf(polled)).to.deep.equal({ status: 429, code: 'RATE_LIMITED' });
+    expect(polled.headers.get('retry-after')).to.match(/^[1-9]\d*$/);
     await open[0]?.close();
     // The service sees the disconnect, then frees the slot.
     const until = Date.now() + 10_000;
@@ -179,6 +183,46 @@ describe('v2 change feeds', () => {
     const data = JSON.parse(end?.data ?? '{}') as Record<string, unknown>;
     expect(data['reason']).to.equal('SHUTTING_DOWN');
     expect(data['cursor']).to.equal(end?.id);
+  });
+});
+
+describe('v2 change feeds and the bound on feeds open in all', () => {
+  // Each caller may open more than the service takes in all: FEEDS_MAX refuses first.
+  const app = useTestApp({ feeds: { max: 3, perCaller: 10 } });
+  const paths = () => v2Paths(app());
+  const changesUrl = () => `${app().baseUrl}${paths().table('capped')}/changes`;
+  const streams: EventStreamClient[] = [];
+
+  before(async function () {
+    if (!app().store.capabilities.changeFeed) this.skip();
+    await createTable(app(), 'capped');
+  });
+
+  afterEach(async () => {
+    await Promise.all(streams.splice(0).map((stream) => stream.close()));
+  });
+
+  it('refuses a feed beyond FEEDS_MAX with 503 OVERLOADED and Retry-After, SSE or long poll, and takes one again once a feed closes', async () => {
+    for (let i = 0; i < 3; i += 1) streams.push(await EventStreamClient.open(changesUrl()));
+    expect(streams.map((stream) => stream.status)).to.deep.equal([200, 200, 200]);
+    const refused = await EventStreamClient.open(changesUrl());
+    expect(refused.status).to.equal(503);
+    expect(JSON.parse(refused.body)).to.include({ code: 'OVERLOADED', status: 503 });
+    const polled = await app().api.get(`${paths().table('capped')}/changes`);
+    expect(problemOf(polled)).to.deep.equal({ status: 503, code: 'OVERLOADED' });
+    expect(polled.headers.get('retry-after')).to.match(/^[1-9]\d*$/);
+    expect(String(polled.body.detail)).to.contain('feeds');
+    // Other requests are served all the while.
+    expect((await app().api.get(paths().table('capped'))).status).to.equal(200);
+    await streams.shift()?.close();
+    // The service sees the disconnect, then frees the slot.
+    const until = Date.now() + 10_000;
+    let again = await app().api.get(`${paths().table('capped')}/changes`);
+    while (again.status !== 200 && Date.now() < until) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      again = await app().api.get(`${paths().table('capped')}/changes`);
+    }
+    expect(again.status).to.equal(200);
   });
 });
 
