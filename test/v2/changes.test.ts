@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process';
 import { expect } from 'chai';
 import type { ApiResponse } from '../support/api-client.ts';
+import { AnswerBudget } from '../../src/service/answer-budget.ts';
 import { EventStreamClient } from '../support/event-stream-client.ts';
 import { useTestApp } from '../support/test-app.ts';
 import { createTable, problemOf, publishing, v2Paths } from '../support/v2.ts';
@@ -186,6 +187,84 @@ describe('v2 change feeds', () => {
   });
 });
 
+describe('v2 change feeds: the bytes of a long poll\'s answer', () => {
+  /** A change's key and the length of its value, for comparisons that do not print megabytes. */
+  const sized = (change: Record<string, unknown>) => {
+    const [mutation] = change['mutations'] as Array<{ set: { value: string } }>;
+    return `${String(change['key'])}:${mutation?.set.value.length ?? 0}`;
+  };
+
+  describe('at pageBytes', () => {
+    const app = useTestApp({ maxBodyBytes: 8 * 1024 * 1024 });
+    const paths = () => v2Paths(app());
+
+    before(async function () {
+      if (!app().store.capabilities.changeFeed) this.skip();
+      await createTable(app(), 'tall');
+    });
+
+    it('ends before the change that would take it past pageBytes, and the next poll from its cursor has the rest', async function () {
+      this.timeout(120_000);
+      const value = 'v'.repeat(1024 * 1024);
+      const start = await app().api.get(`${paths().table('tall')}/changes`);
+      const pageBytes = (await app().api.get('/v2/stores')).body.stores[0].limits.pageBytes as number;
+      expect(pageBytes).to.equal(16 * 1024 * 1024);
+      const keys = Array.from({ length: 20 }, (_, index) => `t${String(index).padStart(2, '0')}`);
+      for (const key of keys) {
+        const written = await app().api.post(`${paths().row('tall', key)}:mutate`, { mutations: [{ set: { family: 'cf', column: 'c', value } }] });
+        expect(written.status).to.equal(200);
+      }
+      const answers: string[][] = [];
+      let cursor = start.body.cursor as string;
+      while (answers.flat().length < keys.length && answers.length < 25) {
+        const polled = await app().api.get(`${paths().table('tall')}/changes?wait=5&cursor=${cursor}`);
+        expect(polled.status).to.equal(200);
+        answers.push((polled.body.changes as Array<Record<string, unknown>>).map(sized));
+        cursor = polled.body.cursor as string;
+      }
+      // Every change once, in order, and no answer past pageBytes: 15 such changes (with their
+      // keys and columns) fit in 16 MiB, 16 do not. (An answer may hold fewer: it stops gathering
+      // when the next change is slow to come.)
+      expect(answers.flat()).to.deep.equal(keys.map((key) => `${key}:${value.length}`));
+      expect(answers.map((answer) => answer.length).every((count) => count <= 15), JSON.stringify(answers.map((answer) => answer.length))).to.equal(true);
+      const after = await app().api.get(`${paths().table('tall')}/changes?wait=1&cursor=${cursor}`);
+      expect(after.body.changes).to.deep.equal([]);
+    });
+  });
+
+  describe('within the answer budget', () => {
+    // Room for about one change of the test's at a time.
+    const budget = new AnswerBudget(700 * 1024);
+    const app = useTestApp({ answerBudget: budget });
+    const paths = () => v2Paths(app());
+
+    before(async function () {
+      if (!app().store.capabilities.changeFeed) this.skip();
+      await createTable(app(), 'held');
+    });
+
+    it('takes each change from the budget as scan pages do: it ends at the first the budget has no room for, and gives all back once written', async () => {
+      const value = 'w'.repeat(512 * 1024);
+      const start = await app().api.get(`${paths().table('held')}/changes`);
+      const keys = ['h0', 'h1', 'h2'];
+      for (const key of keys) await app().api.post(`${paths().row('held', key)}:mutate`, { mutations: [{ set: { family: 'cf', column: 'c', value } }] });
+      const answers: string[][] = [];
+      let cursor = start.body.cursor as string;
+      while (answers.flat().length < keys.length && answers.length < 10) {
+        const polled = await app().api.get(`${paths().table('held')}/changes?wait=5&cursor=${cursor}`);
+        answers.push((polled.body.changes as Array<Record<string, unknown>>).map(sized));
+        cursor = polled.body.cursor as string;
+        // Given back once the answer was written.
+        const until = Date.now() + 5000;
+        while (budget.inUse !== 0 && Date.now() < until) await new Promise((resolve) => setTimeout(resolve, 10));
+        expect(budget.inUse).to.equal(0);
+      }
+      // Each answer holds its first change whatever the budget holds, and no more: the next has no room.
+      expect(answers).to.deep.equal(keys.map((key) => [`${key}:${value.length}`]));
+    });
+  });
+});
+
 describe('v2 change feeds and the bound on feeds open in all', () => {
   // Each caller may open more than the service takes in all: FEEDS_MAX refuses first.
   const app = useTestApp({ feeds: { max: 3, perCaller: 10 } });
@@ -212,6 +291,8 @@ describe('v2 change feeds and the bound on feeds open in all', () => {
     expect(problemOf(polled)).to.deep.equal({ status: 503, code: 'OVERLOADED' });
     expect(polled.headers.get('retry-after')).to.match(/^[1-9]\d*$/);
     expect(String(polled.body.detail)).to.contain('feeds');
+    // Not a want of memory for answers.
+    expect(String((await app().api.get('/metrics')).body)).not.to.match(/kvcrud_http_requests_shed_total\{limit="answer_bytes"\}/);
     // Other requests are served all the while.
     expect((await app().api.get(paths().table('capped'))).status).to.equal(200);
     await streams.shift()?.close();

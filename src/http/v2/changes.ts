@@ -6,7 +6,7 @@ import type { TableTarget } from '../../service/tables.ts';
 import { formatTimestamp, parseTimestamp } from '../../service/timestamps.ts';
 import type { Change, KeyRange, Mutation } from '../../store/store.ts';
 import { EventStreamAnswer } from './event-stream.ts';
-import { LongPollAnswer } from './long-poll.ts';
+import { LongPollAnswer, MOST_CHANGES } from './long-poll.ts';
 import { type Operation, defineOperation } from '../operations/operation.ts';
 import { columnSelector, inBase64, renderKey, urlBytes } from './bytes.ts';
 import { type ChangesQuery, type TablePath, changesQuery, changesResponse, tablePath } from './schemas.ts';
@@ -44,7 +44,9 @@ export const CHANGES_OPERATION: Operation = defineOperation<TablePath, ChangesQu
     'the event, `event: change`, `data:` one change; a comment heartbeat with the newest `id:` at least every 10 s; `event: end` with ' +
     '`{reason, cursor}` when the service ends the feed (TABLE_DELETED, SHUTTING_DOWN, CREDENTIAL_EXPIRED, SLOW_READER, BACKEND_UNAVAILABLE). ' +
     'Resume with `Last-Event-ID` or `?cursor=`: nothing missed, nothing before it again, on any replica. Otherwise a long poll: ' +
-    '`{changes, cursor}` as soon as there is a change, or empty after `wait` seconds. No cursor and no `since`: from now. ' +
+    `\`{changes, cursor}\` as soon as there is a change, or empty after \`wait\` seconds: at most ${MOST_CHANGES} changes, ending before the change that ` +
+    "would take their keys, columns and values past the store's `pageBytes` (at least one change); `cursor` is after the last change " +
+    'in the answer, so the next poll starts with the rest. No cursor and no `since`: from now. ' +
     "A cursor older than the store's `changeRetentionSeconds` is 410 CURSOR_EXPIRED. Needs the store capability `changeFeed`.",
   success: {
     status: 200,
@@ -64,7 +66,9 @@ export const CHANGES_OPERATION: Operation = defineOperation<TablePath, ChangesQu
       'Server-Sent Events: `id: <cursor>`, `event: change`, `data: <change as in the JSON answer>`; `: heartbeat` comments; a last `event: end` with `{reason, cursor}`.',
   },
   errors: ERRORS,
-  handle: async ({ params, query }, { services, signal, header, caller, callerKey }) => {
+  // A long poll's changes are held until its answer is written; an event stream holds none.
+  holdsRows: true,
+  handle: async ({ params, query }, { services, signal, header, caller, callerKey, answer }) => {
     const base64 = inBase64(query);
     const target: TableTarget = { store: params.store, instance: params.instance, table: params.table };
     const lastEventId = header('last-event-id');
@@ -83,7 +87,7 @@ export const CHANGES_OPERATION: Operation = defineOperation<TablePath, ChangesQu
     if (prefersEventStream(header('accept'))) {
       return new EventStreamAnswer(feed, { render: (event) => JSON.stringify(render(event.change)), expiresAtMs: caller?.expiresAtMs });
     }
-    return new LongPollAnswer(feed, { waitSeconds: query.wait ?? 0, render: (event) => render(event.change) });
+    return new LongPollAnswer(feed, { waitSeconds: query.wait ?? 0, render: (event) => render(event.change), answer });
   },
 });
 
