@@ -146,13 +146,16 @@ export const PROBLEM_TYPES: Readonly<Record<ErrorCode, { status: number; title: 
     status: 503,
     title: 'Overloaded',
     description:
-      'The service has as many requests in flight as it takes (MAX_INFLIGHT), or a large body or a batchGet answer waited 10 s for ' +
-      'the memory to hold it. Retry after the `Retry-After` delay.',
+      'The service has as many requests in flight as it takes (MAX_INFLIGHT), or as many change feeds open as it takes (FEEDS_MAX), ' +
+      'or a large body or a batchGet answer waited 10 s for the memory to hold it. Retry after the `Retry-After` delay.',
   },
   RATE_LIMITED: {
     status: 429,
     title: 'Rate limited',
-    description: 'The caller sent more requests per second than allowed (RATE_LIMIT_PER_SECOND). Retry after the `Retry-After` delay.',
+    description:
+      'The caller sent more requests per second than allowed (RATE_LIMIT_PER_SECOND), has its share of the requests in flight while the ' +
+      'service is near its limit (MAX_INFLIGHT_PER_CALLER), or has as many change feeds open as one caller may (FEEDS_MAX_PER_CALLER). ' +
+      'Retry after the `Retry-After` delay.',
   },
   INTERNAL: { status: 500, title: 'Internal error', description: 'An unexpected failure; the requestId identifies it in the logs.' },
 };

@@ -20,9 +20,19 @@ export function answerBudgetBytes(heapLimitBytes = getHeapStatistics().heap_size
   return Math.max(SERVICE_LIMITS.pageBytes, Math.floor(heapLimitBytes / 4 / MEMORY_BYTES_PER_ANSWER_BYTE));
 }
 
+/** The errors answersOverloaded made, to tell them from the other 503 OVERLOADED a request may meet. */
+const NOT_ADMITTED = new WeakSet<ApiError>();
+
 /** The 503 of an answer not admitted in time. */
 export function answersOverloaded(): ApiError {
-  return new ApiError('OVERLOADED', 'The service holds as many large answers as its memory allows. Retry shortly.');
+  const error = new ApiError('OVERLOADED', 'The service holds as many large answers as its memory allows. Retry shortly.');
+  NOT_ADMITTED.add(error);
+  return error;
+}
+
+/** Whether `error` is the 503 of an answer not admitted in time (answersOverloaded). */
+export function isAnswerNotAdmitted(error: unknown): boolean {
+  return error instanceof ApiError && NOT_ADMITTED.has(error);
 }
 
 /**

@@ -237,6 +237,19 @@ export class OpenFeed {
   cause: unknown;
 }
 
+/**
+ * The bytes of a change's key, columns and values: what bounds a long poll's answer
+ * (SERVICE_LIMITS.pageBytes) and what it takes from the answer budget, as rowBytes counts a row.
+ */
+export function changeBytes(change: Change): number {
+  let bytes = change.key.length;
+  for (const mutation of change.mutations) {
+    if (mutation.type === 'set') bytes += mutation.column.length + mutation.value.length;
+    else if (mutation.type === 'deleteColumn') bytes += mutation.column.length;
+  }
+  return bytes;
+}
+
 /** The change as the query follows it, or undefined when it has nothing the query follows. */
 function filtered(change: Change, query: FeedQuery): Change | undefined {
   const { start, end } = query.range;

@@ -15,7 +15,8 @@ export const SERVICE_LIMITS = Object.freeze({
   columnsPerRead: 100,
   /**
    * Most bytes of keys, columns and values in one scan page: the page ends before the row that
-   * would pass it (a page always holds at least one row, however large).
+   * would pass it (a page always holds at least one row, however large). A long poll of a change
+   * feed ends before the change that would pass it alike (keeping at least one).
    */
   pageBytes: 16 * MIB,
   /** Longest page token, in characters. */
@@ -61,7 +62,8 @@ export const LIMIT_DESCRIPTIONS: Readonly<Record<keyof PublishedLimits, string>>
   columnsPerRead: 'Most column selectors (`columns`) in one read (the same for every store).',
   pageBytes:
     'Most bytes of keys, columns and values in one scan page: the page ends before the row that would pass it, or earlier while the service ' +
-    'holds as many rows for answers as its memory allows (a page holds at least one row). The same for every store.',
+    'holds as many rows for answers as its memory allows (a page holds at least one row). A long poll of a change feed ' +
+    '(`GET …/changes` as JSON) ends before the change that would pass it, or earlier alike, holding at least one change. The same for every store.',
   pageTokenChars: 'Longest page token, in characters (the same for every store).',
 };
 

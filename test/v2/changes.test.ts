@@ -1,5 +1,7 @@
 import { spawn } from 'node:child_process';
 import { expect } from 'chai';
+import type { ApiResponse } from '../support/api-client.ts';
+import { AnswerBudget } from '../../src/service/answer-budget.ts';
 import { EventStreamClient } from '../support/event-stream-client.ts';
 import { useTestApp } from '../support/test-app.ts';
 import { createTable, problemOf, publishing, v2Paths } from '../support/v2.ts';
@@ -148,7 +150,11 @@ describe('v2 change feeds', () => {
     const refused = await follow('feed');
     expect(refused.status).to.equal(429);
     expect(JSON.parse(refused.body)).to.include({ code: 'RATE_LIMITED' });
-    let refusals = 1;
+    // A long poll is a feed too, refused alike, with the problem document and its Retry-After.
+    const polled = await app().api.get(`${paths().table('feed')}/changes`);
+    expect(problemOf(polled)).to.deep.equal({ status: 429, code: 'RATE_LIMITED' });
+    expect(polled.headers.get('retry-after')).to.match(/^[1-9]\d*$/);
+    let refusals = 2;
     await open[0]?.close();
     // The service sees the disconnect, then frees the slot.
     const until = Date.now() + 10_000;
@@ -163,13 +169,6 @@ describe('v2 change feeds', () => {
     // Each refusal is counted once, by the bound that refused it, and nothing else is.
     expect((await shedCount(app().baseUrl, 'feeds_per_caller')) - shedBefore).to.equal(refusals);
     expect(await shedCount(app().baseUrl, 'feeds')).to.equal(0);
-  });
-
-  it('serves other requests while feeds are open: they hold no request slot', async () => {
-    const open = await Promise.all(Array.from({ length: 5 }, () => follow('feed')));
-    expect(open.every((stream) => stream.status === 200)).to.equal(true);
-    const reads = await Promise.all(Array.from({ length: 20 }, () => app().api.get(paths().table('feed'))));
-    expect(reads.map((read) => read.status)).to.deep.equal(reads.map(() => 200));
   });
 
   it('is followed by curl -N, as the README shows', async function () {
@@ -201,29 +200,197 @@ describe('v2 change feeds', () => {
   });
 });
 
-describe('v2 change feeds past FEEDS_MAX', () => {
-  const app = useTestApp({ feeds: { max: 2, perCaller: 2 } });
+describe('v2 change feeds: the bytes of a long poll\'s answer', () => {
+  /** A change's key and the length of its value, for comparisons that do not print megabytes. */
+  const sized = (change: Record<string, unknown>) => {
+    const [mutation] = change['mutations'] as Array<{ set: { value: string } }>;
+    return `${String(change['key'])}:${mutation?.set.value.length ?? 0}`;
+  };
+
+  describe('at pageBytes', () => {
+    const app = useTestApp({ maxBodyBytes: 8 * 1024 * 1024 });
+    const paths = () => v2Paths(app());
+
+    before(async function () {
+      if (!app().store.capabilities.changeFeed) this.skip();
+      await createTable(app(), 'tall');
+    });
+
+    it('ends before the change that would take it past pageBytes, and the next poll from its cursor has the rest', async function () {
+      this.timeout(120_000);
+      const value = 'v'.repeat(1024 * 1024);
+      const start = await app().api.get(`${paths().table('tall')}/changes`);
+      const pageBytes = (await app().api.get('/v2/stores')).body.stores[0].limits.pageBytes as number;
+      expect(pageBytes).to.equal(16 * 1024 * 1024);
+      const keys = Array.from({ length: 20 }, (_, index) => `t${String(index).padStart(2, '0')}`);
+      for (const key of keys) {
+        const written = await app().api.post(`${paths().row('tall', key)}:mutate`, { mutations: [{ set: { family: 'cf', column: 'c', value } }] });
+        expect(written.status).to.equal(200);
+      }
+      const answers: string[][] = [];
+      let cursor = start.body.cursor as string;
+      while (answers.flat().length < keys.length && answers.length < 25) {
+        const polled = await app().api.get(`${paths().table('tall')}/changes?wait=5&cursor=${cursor}`);
+        expect(polled.status).to.equal(200);
+        answers.push((polled.body.changes as Array<Record<string, unknown>>).map(sized));
+        cursor = polled.body.cursor as string;
+      }
+      // Every change once, in order, and no answer past pageBytes: 15 such changes (with their
+      // keys and columns) fit in 16 MiB, 16 do not. (An answer may hold fewer: it stops gathering
+      // when the next change is slow to come.)
+      expect(answers.flat()).to.deep.equal(keys.map((key) => `${key}:${value.length}`));
+      expect(answers.map((answer) => answer.length).every((count) => count <= 15), JSON.stringify(answers.map((answer) => answer.length))).to.equal(true);
+      const after = await app().api.get(`${paths().table('tall')}/changes?wait=1&cursor=${cursor}`);
+      expect(after.body.changes).to.deep.equal([]);
+    });
+  });
+
+  describe('within the answer budget', () => {
+    // Room for about one change of the test's at a time.
+    const budget = new AnswerBudget(700 * 1024);
+    const app = useTestApp({ answerBudget: budget });
+    const paths = () => v2Paths(app());
+
+    before(async function () {
+      if (!app().store.capabilities.changeFeed) this.skip();
+      await createTable(app(), 'held');
+    });
+
+    it('takes each change from the budget as scan pages do: it ends at the first the budget has no room for, and gives all back once written', async () => {
+      const value = 'w'.repeat(512 * 1024);
+      const start = await app().api.get(`${paths().table('held')}/changes`);
+      const keys = ['h0', 'h1', 'h2'];
+      for (const key of keys) await app().api.post(`${paths().row('held', key)}:mutate`, { mutations: [{ set: { family: 'cf', column: 'c', value } }] });
+      const answers: string[][] = [];
+      let cursor = start.body.cursor as string;
+      while (answers.flat().length < keys.length && answers.length < 10) {
+        const polled = await app().api.get(`${paths().table('held')}/changes?wait=5&cursor=${cursor}`);
+        answers.push((polled.body.changes as Array<Record<string, unknown>>).map(sized));
+        cursor = polled.body.cursor as string;
+        // Given back once the answer was written.
+        const until = Date.now() + 5000;
+        while (budget.inUse !== 0 && Date.now() < until) await new Promise((resolve) => setTimeout(resolve, 10));
+        expect(budget.inUse).to.equal(0);
+      }
+      // Each answer holds its first change whatever the budget holds, and no more: the next has no room.
+      expect(answers).to.deep.equal(keys.map((key) => [`${key}:${value.length}`]));
+    });
+  });
+});
+
+describe('v2 change feeds and the bound on feeds open in all', () => {
+  // Each caller may open more than the service takes in all: FEEDS_MAX refuses first.
+  const app = useTestApp({ feeds: { max: 3, perCaller: 10 } });
+  const paths = () => v2Paths(app());
+  const changesUrl = () => `${app().baseUrl}${paths().table('capped')}/changes`;
   const streams: EventStreamClient[] = [];
 
   before(async function () {
     if (!app().store.capabilities.changeFeed) this.skip();
-    await createTable(app(), 'feed');
+    await createTable(app(), 'capped');
   });
 
   afterEach(async () => {
     await Promise.all(streams.splice(0).map((stream) => stream.close()));
   });
 
-  it('answers 503 OVERLOADED, counted as shed by feeds', async () => {
-    const url = `${app().baseUrl}${v2Paths(app()).table('feed')}/changes`;
-    for (let i = 0; i < 2; i += 1) streams.push(await EventStreamClient.open(url));
-    expect(streams.map((stream) => stream.status)).to.deep.equal([200, 200]);
-    const refused = await EventStreamClient.open(url);
-    streams.push(refused);
+  it('refuses a feed beyond FEEDS_MAX with 503 OVERLOADED and Retry-After, SSE or long poll, and takes one again once a feed closes', async () => {
+    for (let i = 0; i < 3; i += 1) streams.push(await EventStreamClient.open(changesUrl()));
+    expect(streams.map((stream) => stream.status)).to.deep.equal([200, 200, 200]);
+    const refused = await EventStreamClient.open(changesUrl());
     expect(refused.status).to.equal(503);
-    expect(JSON.parse(refused.body)).to.include({ code: 'OVERLOADED' });
-    expect(await shedCount(app().baseUrl, 'feeds')).to.equal(1);
+    expect(JSON.parse(refused.body)).to.include({ code: 'OVERLOADED', status: 503 });
+    const polled = await app().api.get(`${paths().table('capped')}/changes`);
+    expect(problemOf(polled)).to.deep.equal({ status: 503, code: 'OVERLOADED' });
+    expect(polled.headers.get('retry-after')).to.match(/^[1-9]\d*$/);
+    expect(String(polled.body.detail)).to.contain('feeds');
+    // Both refusals counted as shed by the global bound, none by the caller's.
+    expect(await shedCount(app().baseUrl, 'feeds')).to.equal(2);
     expect(await shedCount(app().baseUrl, 'feeds_per_caller')).to.equal(0);
+    // Not a want of memory for answers.
+    expect(String((await app().api.get('/metrics')).body)).not.to.match(/kvcrud_http_requests_shed_total\{limit="answer_bytes"\}/);
+    // Other requests are served all the while.
+    expect((await app().api.get(paths().table('capped'))).status).to.equal(200);
+    await streams.shift()?.close();
+    // The service sees the disconnect, then frees the slot.
+    const until = Date.now() + 10_000;
+    let again = await app().api.get(`${paths().table('capped')}/changes`);
+    while (again.status !== 200 && Date.now() < until) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      again = await app().api.get(`${paths().table('capped')}/changes`);
+    }
+    expect(again.status).to.equal(200);
+  });
+});
+
+describe('v2 change feeds and the request slots', () => {
+  // Fewer request slots than the feeds the tests hold open: a feed that held one would starve the reads.
+  const app = useTestApp({ maxInflight: 2, feeds: { max: 20, perCaller: 20 } });
+  const paths = () => v2Paths(app());
+  const streams: EventStreamClient[] = [];
+
+  /** The feeds the service has open, as its metrics say. */
+  const feedsOpen = async (): Promise<number> => {
+    const metrics = await app().api.get('/metrics');
+    const sample = /^kvcrud_feeds_open\{[^}]*\} (\d+)$/m.exec(String(metrics.body));
+    return Number(sample?.[1] ?? 0);
+  };
+  const untilFeedsOpen = async (count: number) => {
+    const until = Date.now() + 10_000;
+    while ((await feedsOpen()) !== count) {
+      if (Date.now() > until) throw new Error(`timed out waiting for ${count} open feeds; ${await feedsOpen()} are`);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+  };
+  /** Reads one after the other, so that they never need more than one slot at once. */
+  const reads = async (count: number) => {
+    const statuses: number[] = [];
+    for (let i = 0; i < count; i += 1) statuses.push((await app().api.get(paths().table('slots'))).status);
+    return statuses;
+  };
+
+  before(async function () {
+    if (!app().store.capabilities.changeFeed) this.skip();
+    await createTable(app(), 'slots');
+  });
+
+  afterEach(async () => {
+    await Promise.all(streams.splice(0).map((stream) => stream.close()));
+    await untilFeedsOpen(0);
+  });
+
+  it('serves other requests while SSE feeds are open: they hold no request slot', async () => {
+    // One after the other: opening a feed takes a slot until its stream has begun.
+    for (let i = 0; i < 5; i += 1) streams.push(await EventStreamClient.open(`${app().baseUrl}${paths().table('slots')}/changes`));
+    expect(streams.map((stream) => stream.status)).to.deep.equal([200, 200, 200, 200, 200]);
+    await untilFeedsOpen(5);
+    expect(await reads(10)).to.deep.equal(Array.from({ length: 10 }, () => 200));
+  });
+
+  it('serves other requests while long polls wait: a waiting long poll holds no request slot', async () => {
+    const start = await app().api.get(`${paths().table('slots')}/changes`);
+    const cursor = start.body.cursor as string;
+    const waiting: Array<Promise<ApiResponse>> = [];
+    for (let i = 0; i < 4; i += 1) {
+      waiting.push(app().api.get(`${paths().table('slots')}/changes?wait=20&cursor=${cursor}`));
+      await untilFeedsOpen(i + 1);
+    }
+    expect(await reads(10)).to.deep.equal(Array.from({ length: 10 }, () => 200));
+    const written = await app().api.post(`${paths().row('slots', 'woken')}:mutate`, { mutations: [{ set: { family: 'cf', column: 'c', value: 'v' } }] });
+    expect(written.status).to.equal(200);
+    const answers = await Promise.all(waiting);
+    expect(answers.map((answer) => [answer.status, (answer.body.changes as Array<{ key: string }>).map((change) => change.key)])).to.deep.equal(
+      Array.from({ length: 4 }, () => [200, ['woken']]),
+    );
+  });
+
+  it('closes the feed of a long poll whose client leaves while it waits', async () => {
+    const left = new AbortController();
+    const poll = fetch(`${app().baseUrl}${paths().table('slots')}/changes?wait=30`, { signal: left.signal }).catch((error: unknown) => error);
+    await untilFeedsOpen(1);
+    left.abort();
+    await poll;
+    await untilFeedsOpen(0);
   });
 });
 

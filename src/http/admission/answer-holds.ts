@@ -1,7 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import type { Middleware } from 'koa';
-import type { AnswerBudget, AnswerHold } from '../../service/answer-budget.ts';
-import { ApiError } from '../../service/errors.ts';
+import { type AnswerBudget, type AnswerHold, isAnswerNotAdmitted } from '../../service/answer-budget.ts';
 import type { AppState } from '../app-state.ts';
 import type { Operation } from '../operations/operation.ts';
 import { whenClosed } from './response-closed.ts';
@@ -22,8 +21,9 @@ export function holdAnswers(budget: AnswerBudget): (operation: Operation) => Arr
       // closes, once the operation has used it: most reads of one row never do, and pay nothing for it.
       ctx.state.answer = budget.hold(releaseOnClose, ctx.res);
       return next().catch((error: unknown) => {
-        // Another bound may have refused it first; and a caller that left was not refused.
-        const refused = error instanceof ApiError && error.code === 'OVERLOADED' && ctx.state.shedBy === undefined;
+        // Another bound may have refused it first (a change feed's bounds on open feeds answer 503
+        // too); and a caller that left was not refused.
+        const refused = isAnswerNotAdmitted(error) && ctx.state.shedBy === undefined;
         if (refused && !ctx.res.destroyed) ctx.state.shedBy = 'answer_bytes';
         throw error;
       });

@@ -181,6 +181,20 @@ export function setJsonAnswer(ctx: Context, value: unknown): void {
 }
 
 /**
+ * The bytes setJsonAnswer sends for `value`, for an answer that writes its body itself (a
+ * StreamedAnswer): the same JSON, rendered the same way, a chunk at a time.
+ */
+export async function* jsonAnswerChunks(value: unknown): AsyncGenerator<Buffer> {
+  if (!inPieces(value)) {
+    yield Buffer.from(JSON.stringify(value));
+    return;
+  }
+  const pieces = piecesOf(value);
+  const turns = new Turns();
+  yield* chunks(nextChunk(pieces, turns), pieces, turns);
+}
+
+/**
  * Whether `value` is a plain object to render in pieces: with a list of more than ONE_GO_ITEMS
  * items among its members, or of items marked as holding a JsonText.
  */

@@ -1,11 +1,12 @@
 import { isUtf8 } from 'node:buffer';
-import type { FeedEnd, FeedQuery, OpenFeed } from '../../service/change-feeds.ts';
+import type { FeedQuery } from '../../service/change-feeds.ts';
 import type { ErrorCode } from '../../service/errors.ts';
 import { prefixRange } from '../../service/key-ranges.ts';
 import type { TableTarget } from '../../service/tables.ts';
 import { formatTimestamp, parseTimestamp } from '../../service/timestamps.ts';
 import type { Change, KeyRange, Mutation } from '../../store/store.ts';
 import { EventStreamAnswer } from './event-stream.ts';
+import { LongPollAnswer, MOST_CHANGES } from './long-poll.ts';
 import { type Operation, defineOperation } from '../operations/operation.ts';
 import { columnSelector, inBase64, renderKey, urlBytes } from './bytes.ts';
 import { type ChangesQuery, type TablePath, changesQuery, changesResponse, tablePath } from './schemas.ts';
@@ -27,13 +28,6 @@ const ERRORS: readonly ErrorCode[] = [
   'NOT_SUPPORTED_BY_STORE',
 ];
 
-/** After a first change, how long a long poll waits for more that come right after it. */
-const GATHER_MS = 100;
-/** How long a long poll with wait=0 looks for changes already there. */
-const AT_ONCE_MS = 250;
-/** Most changes in one long-poll answer. */
-const MOST_CHANGES = 1000;
-
 export const CHANGES_OPERATION: Operation = defineOperation<TablePath, ChangesQuery>({
   operationId: 'tables.changes',
   tag: 'v2',
@@ -50,7 +44,9 @@ export const CHANGES_OPERATION: Operation = defineOperation<TablePath, ChangesQu
     'the event, `event: change`, `data:` one change; a comment heartbeat with the newest `id:` at least every 10 s; `event: end` with ' +
     '`{reason, cursor}` when the service ends the feed (TABLE_DELETED, SHUTTING_DOWN, CREDENTIAL_EXPIRED, SLOW_READER, BACKEND_UNAVAILABLE). ' +
     'Resume with `Last-Event-ID` or `?cursor=`: nothing missed, nothing before it again, on any replica. Otherwise a long poll: ' +
-    '`{changes, cursor}` as soon as there is a change, or empty after `wait` seconds. No cursor and no `since`: from now. ' +
+    `\`{changes, cursor}\` as soon as there is a change, or empty after \`wait\` seconds: at most ${MOST_CHANGES} changes, ending before the change that ` +
+    "would take their keys, columns and values past the store's `pageBytes` (at least one change); `cursor` is after the last change " +
+    'in the answer, so the next poll starts with the rest. No cursor and no `since`: from now. ' +
     "A cursor older than the store's `changeRetentionSeconds` is 410 CURSOR_EXPIRED. Needs the store capability `changeFeed`.",
   success: {
     status: 200,
@@ -70,7 +66,9 @@ export const CHANGES_OPERATION: Operation = defineOperation<TablePath, ChangesQu
       'Server-Sent Events: `id: <cursor>`, `event: change`, `data: <change as in the JSON answer>`; `: heartbeat` comments; a last `event: end` with `{reason, cursor}`.',
   },
   errors: ERRORS,
-  handle: async ({ params, query }, { services, signal, header, caller, callerKey }) => {
+  // A long poll's changes are held until its answer is written; an event stream holds none.
+  holdsRows: true,
+  handle: async ({ params, query }, { services, signal, header, caller, callerKey, answer }) => {
     const base64 = inBase64(query);
     const target: TableTarget = { store: params.store, instance: params.instance, table: params.table };
     const lastEventId = header('last-event-id');
@@ -89,44 +87,13 @@ export const CHANGES_OPERATION: Operation = defineOperation<TablePath, ChangesQu
     if (prefersEventStream(header('accept'))) {
       return new EventStreamAnswer(feed, { render: (event) => JSON.stringify(render(event.change)), expiresAtMs: caller?.expiresAtMs });
     }
-    try {
-      return await longPoll(feed, query.wait ?? 0, render);
-    } finally {
-      feed.close();
-    }
+    return new LongPollAnswer(feed, { waitSeconds: query.wait ?? 0, render: (event) => render(event.change), answer });
   },
 });
 
 /** Whether the request asks for Server-Sent Events rather than JSON. */
 function prefersEventStream(accept: string): boolean {
   return /(^|,)\s*text\/event-stream\s*(;|,|$)/i.test(accept) && !/(^|,)\s*application\/json\s*(;|,|$)/i.test(accept);
-}
-
-const TIMED_OUT = Symbol('timed out');
-
-async function longPoll(feed: OpenFeed, waitSeconds: number, render: (change: Change) => unknown) {
-  const changes: unknown[] = [];
-  // The cursor of the last event taken here, never of one a pending read took after the answer.
-  let cursor = feed.start;
-  const deadline = Date.now() + waitSeconds * 1000;
-  while (changes.length < MOST_CHANGES) {
-    const ms = changes.length > 0 ? GATHER_MS : Math.max(deadline - Date.now(), waitSeconds === 0 ? AT_ONCE_MS : 0);
-    if (ms <= 0) break;
-    const event = await withTimeout(feed.next(), ms);
-    if (event === TIMED_OUT || event === undefined) break;
-    cursor = event.cursor;
-    if (event.type === 'change') changes.push(render(event.change));
-  }
-  const end: FeedEnd | undefined = feed.ended;
-  return { changes, cursor, ...(end === undefined ? {} : { end }) };
-}
-
-function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T | typeof TIMED_OUT> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<typeof TIMED_OUT>((resolve) => {
-    timer = setTimeout(() => resolve(TIMED_OUT), ms);
-  });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }
 
 /** A change as the API shows it: the key, the commit time, the mutations in the `:mutate` shape. */
