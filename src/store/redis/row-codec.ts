@@ -1,5 +1,5 @@
 import type { Cell, ColumnSelector, Condition, ModifyRule, Mutation, Row } from '../store.ts';
-import { sortInSlices } from './sort-in-slices.ts';
+import { sortInSlices } from '../../lib/sort-in-slices.ts';
 import type { Turns } from '../../lib/turns.ts';
 
 const COLON = 0x3a;
