@@ -33,7 +33,7 @@ export interface SelectionFields {
 
 const SELECTION_FIELDS: SelectionFields = { columns: 'columns', versions: 'versions' };
 
-/** Rows written of at least this many bytes are given to the store in a turn of their own: a few milliseconds of copying. */
+/** Rows written of at least this many bytes are given to the store after a yield, in a slice of their own: a few milliseconds of copying. */
 const TALL_ROW_BYTES = 4 * 1024 * 1024;
 
 /** One entry of a batch write; with `check`, a conditional one. */
@@ -142,7 +142,7 @@ export class RowService {
     const timestamp = this.#clock(named).next();
     const stamped = await withTimestampsInSlices(mutations, timestamp);
     // A tall value was just made into bytes, in one go, and the store may copy it in one go too
-    // (the embedded store's message to its writer): not in the same turn.
+    // (the embedded store's message to its writer): not in the same slice.
     if (bytes >= TALL_ROW_BYTES) await nextTurn();
     await named.store.mutateRow(ref(target), key, stamped, callOptions(this.#timeoutMs, request));
     return mutations.length;

@@ -35,7 +35,7 @@ describe('the service process under many large bodies at once', function () {
     const answers = await Promise.all(Array.from({ length: 6 }, (_, i) => post('/v1/local/insertData', JSON.stringify({ tableName: 'wide', rowKeyId: `row ${i}`, data }))));
 
     for (const answer of answers) {
-      // A body whose turn did not come within the wait is refused, never dropped.
+      // A body not admitted within the wait is refused, never dropped.
       if (answer.status === 503) expect(answer.body.code).to.equal('OVERLOADED');
       else expect(answer, JSON.stringify(answer.body)).to.deep.include({ status: 200 }).and.have.nested.property('body.cellsWritten', 100_000);
     }
