@@ -7,8 +7,9 @@ import { type ServiceProcess, cleanEnv, runService } from '../support/service-pr
 /**
  * The service as it runs, with the heap it sizes for itself (512 MiB budget: 256 MiB of old
  * space), sent more of the largest bodies at once than that heap could hold parsed. Each 100,000-
- * cell body is 7.8 MB, within MAX_BODY_BYTES; parsed and validated it takes about 65 MB of heap,
- * so six at once would need more than there is. They take turns instead of ending the process.
+ * cell body is 7.8 MB, within MAX_BODY_BYTES; parsed and validated it takes several times that in
+ * heap (figures: docs/performance.md), so six at once would need more than there is. They wait to
+ * be admitted instead of ending the process.
  */
 describe('the service process under many large bodies at once', function () {
   this.timeout(180_000);
