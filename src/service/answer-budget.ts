@@ -48,14 +48,14 @@ export interface AnswerHold {
    * Waits until an answer expected to hold `estimate` bytes is admitted to read, in arrival order,
    * and takes them then: once they fit (or the budget holds nothing). An answer whose size nobody can
    * estimate (0) goes once there is any room, and those behind it wait until it has settled.
-   * Resolves to whether it was admitted: false after the budget's turnWaitMs, or once the hold is
-   * released. (The name keeps the older word for admission.)
+   * Resolves to whether it was admitted: false after the budget's admitWaitMs, or once the hold is
+   * released.
    */
-  turn(estimate?: number): Promise<boolean>;
+  admit(estimate?: number): Promise<boolean>;
   /**
    * Replaces what admission took with `bytes`, what the answer read: gives back what was estimated
    * beyond them at once, and otherwise waits for room for the rest, before those waiting to read.
-   * Resolves as turn does.
+   * Resolves as admit does.
    */
   settle(bytes: number): Promise<boolean>;
   /**
@@ -94,8 +94,8 @@ interface Waiter {
 export class AnswerBudget {
   readonly #room: Room;
 
-  constructor(limitBytes: number, turnWaitMs = 10_000) {
-    this.#room = new Room(limitBytes, turnWaitMs);
+  constructor(limitBytes: number, admitWaitMs = 10_000) {
+    this.#room = new Room(limitBytes, admitWaitMs);
   }
 
   get limitBytes(): number {
@@ -121,15 +121,15 @@ export class AnswerBudget {
 class Room {
   readonly limitBytes: number;
   /** How long an answer may wait for each admission (as long as a large body may). */
-  readonly turnWaitMs: number;
+  readonly admitWaitMs: number;
   inUse = 0;
   readonly waiting: Waiter[] = [];
   /** The answer of unknown size let in to read, until it has counted what it read. */
   reading: AnswerHold | undefined;
 
-  constructor(limitBytes: number, turnWaitMs: number) {
+  constructor(limitBytes: number, admitWaitMs: number) {
     this.limitBytes = limitBytes;
-    this.turnWaitMs = turnWaitMs;
+    this.admitWaitMs = admitWaitMs;
   }
 
   /** Whether no answer waits to be admitted or reads without an estimate, not having counted what it read. */
@@ -142,10 +142,10 @@ class Room {
     return this.inUse === 0 || this.inUse + Math.max(bytes, 1) <= this.limitBytes;
   }
 
-  /** Waits, in arrival order (`first`: ahead of all), until `bytes` fit; `granted` runs when they do. Resolves false after turnWaitMs. */
+  /** Waits, in arrival order (`first`: ahead of all), until `bytes` fit; `granted` runs when they do. Resolves false after admitWaitMs. */
   wait(hold: AnswerHold, bytes: number, first: boolean, granted: () => void): Promise<boolean> {
     return new Promise<boolean>((resolve) => {
-      const timer = setTimeout(() => this.leave(waiter), this.turnWaitMs);
+      const timer = setTimeout(() => this.leave(waiter), this.admitWaitMs);
       const waiter: Waiter = {
         hold,
         bytes,
@@ -206,7 +206,7 @@ class Hold implements AnswerHold {
     this.#room.inUse += bytes;
   }
 
-  turn(estimate = 0): Promise<boolean> {
+  admit(estimate = 0): Promise<boolean> {
     this.#use();
     if (this.#released) return Promise.resolve(false);
     const room = this.#room;

@@ -1,6 +1,6 @@
 import type { Micros, Mutation, StoreLimits } from '../store/store.ts';
 import { tooMany, tooManyBytes, overLimit } from './limits.ts';
-import { mapInSlices } from '../lib/slices.ts';
+import { mapInSlices, nextTurn } from '../lib/slices.ts';
 import { MAX_TIMESTAMP_MICROS } from './timestamps.ts';
 
 /**
@@ -34,8 +34,25 @@ export function checkRowMutations(limits: StoreLimits, key: Buffer, mutations: r
   return checkRowBytes(limits, bytes, fields);
 }
 
+/** Rows written of at least this many bytes are given to the store after a yield, in a slice of their own: a few milliseconds of copying. */
+const TALL_ROW_BYTES = 4 * 1024 * 1024;
+
+/**
+ * The row's mutations as the store takes them, for a row of any size: checked as checkRowMutations
+ * checks them, then stamped as withTimestamps stamps them with `timestamp()` (asked for once they
+ * passed), each a slice at a time (slices.ts). A tall row comes after a yield: its values were
+ * just made into bytes in one go, and the store may copy them in one go too (the embedded store's
+ * message to its writer), so not in the same slice.
+ */
+export async function rowMutationsInSlices(limits: StoreLimits, key: Buffer, mutations: readonly MutationInput[], fields: MutationFields, timestamp: () => Micros): Promise<Mutation[]> {
+  const bytes = await checkRowMutationsInSlices(limits, key, mutations, fields);
+  const stamped = await withTimestampsInSlices(mutations, timestamp());
+  if (bytes >= TALL_ROW_BYTES) await nextTurn();
+  return stamped;
+}
+
 /** checkRowMutations for a row of many mutations, a slice at a time (slices.ts). */
-export async function checkRowMutationsInSlices(limits: StoreLimits, key: Buffer, mutations: readonly MutationInput[], fields: MutationFields): Promise<number> {
+async function checkRowMutationsInSlices(limits: StoreLimits, key: Buffer, mutations: readonly MutationInput[], fields: MutationFields): Promise<number> {
   checkRowShape(limits, key, mutations, fields);
   const sizes = await mapInSlices(mutations, (mutation, index) => checkMutation(limits, mutation, index, fields));
   return checkRowBytes(limits, sizes.reduce((sum, size) => sum + size, key.length), fields);
@@ -96,7 +113,7 @@ export function withTimestamps(mutations: readonly MutationInput[], timestampMic
 }
 
 /** withTimestamps for a row of many mutations, a slice at a time (slices.ts). */
-export function withTimestampsInSlices(mutations: readonly MutationInput[], timestampMicros: Micros): Promise<Mutation[]> {
+function withTimestampsInSlices(mutations: readonly MutationInput[], timestampMicros: Micros): Promise<Mutation[]> {
   return mapInSlices(mutations, (mutation) => stamped(mutation, timestampMicros));
 }
 

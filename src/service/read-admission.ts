@@ -77,7 +77,7 @@ export class ReadAdmission {
    * need be, for room for that.
    */
   async #admit(answer: AnswerHold, subject: AnswerSubject, keys: number, estimate: number): Promise<void> {
-    if (!(await answer.turn(estimate))) throw answersOverloaded();
+    if (!(await answer.admit(estimate))) throw answersOverloaded();
     if (estimate > 0) return;
     const known = this.#answerSizes.estimate(subject, keys);
     if (known > 0 && !(await answer.reestimate(known))) throw answersOverloaded();

@@ -6,7 +6,7 @@ import { type ConditionalFields, type ConditionalInput, checkConditional, checkR
 import { ApiError } from './errors.ts';
 import { prefixRange } from './key-ranges.ts';
 import { DEFAULT_PAGE_SIZE, SERVICE_LIMITS, notSupported, overLimit, tooMany, tooManyBytes } from './limits.ts';
-import { type MutationFields, type MutationInput, checkKey, checkRowMutations, checkRowMutationsInSlices, withTimestamps, withTimestampsInSlices } from './mutations.ts';
+import { type MutationFields, type MutationInput, checkKey, checkRowMutations, rowMutationsInSlices, withTimestamps } from './mutations.ts';
 import { type ScanQuery, decodePageToken } from './page-tokens.ts';
 import { type RequestOptions, callOptions } from './requests.ts';
 import { ReadAdmission } from './read-admission.ts';
@@ -14,7 +14,6 @@ import { type ScanPage, readPage } from './scan-pages.ts';
 import { apiErrorOf } from './store-errors.ts';
 import type { StoreDirectory } from './stores.ts';
 import type { TableTarget } from './tables.ts';
-import { nextTurn } from '../lib/slices.ts';
 import { WriteClock } from './timestamps.ts';
 
 export type { ConditionalFields, ConditionalInput, MutationFields, MutationInput, ScanPage };
@@ -32,9 +31,6 @@ export interface SelectionFields {
 }
 
 const SELECTION_FIELDS: SelectionFields = { columns: 'columns', versions: 'versions' };
-
-/** Rows written of at least this many bytes are given to the store in a turn of their own: a few milliseconds of copying. */
-const TALL_ROW_BYTES = 4 * 1024 * 1024;
 
 /** One entry of a batch write; with `check`, a conditional one. */
 export interface EntryInput {
@@ -137,13 +133,8 @@ export class RowService {
    */
   async mutate(target: TableTarget, key: Buffer, mutations: readonly MutationInput[], fields: MutationFields, request: RequestOptions = {}): Promise<number> {
     const named = this.#stores.instance(target.store, target.instance);
-    // A row of many cells is checked, then stamped, a slice at a time.
-    const bytes = await checkRowMutationsInSlices(named.store.limits, key, mutations, fields);
-    const timestamp = this.#clock(named).next();
-    const stamped = await withTimestampsInSlices(mutations, timestamp);
-    // A tall value was just made into bytes, in one go, and the store may copy it in one go too
-    // (the embedded store's message to its writer): not in the same turn.
-    if (bytes >= TALL_ROW_BYTES) await nextTurn();
+    // A row of many cells is checked, then stamped, a slice at a time; a tall one goes to the store after a yield.
+    const stamped = await rowMutationsInSlices(named.store.limits, key, mutations, fields, () => this.#clock(named).next());
     await named.store.mutateRow(ref(target), key, stamped, callOptions(this.#timeoutMs, request));
     return mutations.length;
   }

@@ -29,7 +29,7 @@ export class TurnCounter {
   }
 }
 
-/** Turns whose every slice has had its time: work paced by it gives the event loop a turn after each piece. */
+/** Turns whose every slice has had its time: work paced by it yields after each piece. */
 export class EveryTurnDue extends Turns {
   override due(): boolean {
     return true;

@@ -41,7 +41,7 @@ async function until(check: () => boolean, what: string, timeoutMs = 5000): Prom
 }
 
 describe('v2 answers within the answer budget', () => {
-  // Three rows at once; a batchGet waits at most 300 ms for its turn.
+  // Three rows at once; a batchGet waits at most 300 ms to be admitted.
   const budget = new RecordingBudget(3 * ROW_BYTES, 300);
   let app: TestApp;
   /** Called before the store yields each row of a scan (its index in that scan), when set. */

@@ -195,7 +195,7 @@ export async function* jsonAnswerChunks(value: unknown): AsyncGenerator<Buffer> 
 }
 
 /**
- * Whether `value` is a plain object to render in pieces: with a list of more than ONE_GO_ITEMS
+ * Whether `value` is a plain object to render a slice at a time: with a list of more than ONE_GO_ITEMS
  * items among its members, or of items marked as holding a JsonText.
  */
 function inPieces(value: unknown): value is Record<string, unknown> {

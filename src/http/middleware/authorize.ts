@@ -1,6 +1,7 @@
 import type { Middleware } from 'koa';
 import { type AccessTarget, type Role, type ServedStores, callerMay, usableStores } from '../../auth/access.ts';
 import { ApiError } from '../../service/errors.ts';
+import { shorten } from '../../service/text.ts';
 import type { AppState } from '../app-state.ts';
 
 /**
@@ -55,9 +56,4 @@ export function requireGrantOnEveryStore(served: ServedStores, what: string): Mi
     }
     await next();
   };
-}
-
-/** Caller input quoted in a detail message, cut so a long path does not flood the answer. */
-function shorten(text: string): string {
-  return text.length <= 100 ? text : `${text.slice(0, 100)}…`;
 }

@@ -39,8 +39,8 @@ const RATE_CHECK_INTERVAL_MS = 250;
 // JSON text is UTF-8 (RFC 8259 §8.1). fatal: bytes that are not UTF-8 are an error, not U+FFFD.
 const STRICT_UTF8 = new TextDecoder('utf-8', { fatal: true });
 /**
- * A body of this size or more is decoded this many bytes per turn of the event loop, and parsed a
- * piece at a time (json-pieces.ts). Joining, decoding and parsing a large body in one go was the
+ * A body of this size or more is decoded this many bytes per slice, yielding between them, and
+ * parsed a piece at a time (json-pieces.ts). Joining, decoding and parsing a large body in one go was the
  * longest stretch of a large write (figures: docs/performance.md).
  */
 const PIECE_BYTES = 1024 * 1024;
@@ -96,8 +96,8 @@ export function jsonBody(options: JsonBodyOptions): Middleware<AppState> {
     const coding = ctx.req.headers['content-encoding'];
     if (coding !== undefined) ctx.req.headers['content-encoding'] = coding.trim().toLowerCase();
 
-    // The body's turn, before any of it is read; given back once the request is handled.
-    const release = await takeTurn(ctx, options, coding !== undefined);
+    // The body is admitted before any of it is read; its bytes are given back once the request is handled.
+    const release = await admitBody(ctx, options, coding !== undefined);
     try {
       let bytes: Buffer;
       try {
@@ -121,12 +121,12 @@ export function jsonBody(options: JsonBodyOptions): Middleware<AppState> {
 }
 
 /**
- * Waits for the body's turn in the shared budget, when it is large enough to count: its
+ * Waits until the shared budget admits the body, when it is large enough to count: its
  * Content-Length, or the largest body allowed when the length is unknown (chunked) or the body
- * is compressed (its size is known only once read). Refuses it with 503 OVERLOADED when the turn
- * does not come in time.
+ * is compressed (its size is known only once read). Refuses it with 503 OVERLOADED when it is
+ * not admitted in time.
  */
-async function takeTurn(ctx: Context, options: JsonBodyOptions, compressed: boolean): Promise<(() => void) | undefined> {
+async function admitBody(ctx: Context, options: JsonBodyOptions, compressed: boolean): Promise<(() => void) | undefined> {
   if (options.budget === undefined) return undefined;
   const length = ctx.request.length;
   const bytes = compressed || length === undefined ? options.limitBytes : Math.min(length, options.limitBytes);
@@ -141,7 +141,7 @@ async function takeTurn(ctx: Context, options: JsonBodyOptions, compressed: bool
 
 /**
  * Parses the bytes of a body as a JSON object or array in UTF-8, or throws MALFORMED_JSON. A large
- * body gives the event loop a turn before each piece of PIECE_BYTES it decodes, and between the
+ * body yields to the event loop before each piece of PIECE_BYTES it decodes, and between the
  * pieces it parses.
  */
 export async function parseJson(bytes: Uint8Array): Promise<unknown> {

@@ -2,7 +2,7 @@ import type { ErrorCode } from '../../service/errors.ts';
 import type { TableTarget } from '../../service/tables.ts';
 import { type Operation, defineOperation } from '../operations/operation.ts';
 import { columnSelector, inBase64, renderKey, renderRow, urlBytes } from './bytes.ts';
-import { conditionOf, conditionalFields, mutationOf, ruleOf, setCells, tallValues } from './mapping.ts';
+import { conditionalFields, conditionalOf, ruleOf } from './mapping.ts';
 import type * as schemas from './schemas.ts';
 import { checkAndMutateBody, checkAndMutateResponse, encodingOnlyQuery, readModifyWriteBody, readModifyWriteResponse, rowPath } from './schemas.ts';
 
@@ -58,19 +58,8 @@ export const COORDINATION_OPERATIONS: readonly Operation[] = [
     handle: async ({ params, query, body }, { services, signal }) => {
       const base64 = inBase64(query);
       const key = urlBytes(params.key, base64);
-      const lists = [...(body.mutations ?? []), ...(body.otherwise ?? [])];
-      const tall = await tallValues(setCells(lists), base64);
-      const matched = await services.rows.checkAndMutate(
-        target(params),
-        key,
-        {
-          conditions: body.conditions.map((condition) => conditionOf(condition, base64)),
-          mutations: (body.mutations ?? []).map((mutation) => mutationOf(mutation, base64, tall)),
-          otherwise: (body.otherwise ?? []).map((mutation) => mutationOf(mutation, base64, tall)),
-        },
-        conditionalFields('key', '', body),
-        { signal },
-      );
+      const input = await conditionalOf(body, base64);
+      const matched = await services.rows.checkAndMutate(target(params), key, input, conditionalFields('key', '', body), { signal });
       return { ...renderKey(key, base64), matched };
     },
   }),

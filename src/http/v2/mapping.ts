@@ -1,11 +1,11 @@
 import { ApiError } from '../../service/errors.ts';
-import type { ConditionalFields, EntryInput, MutationFields, MutationInput } from '../../service/rows.ts';
+import type { ConditionalFields, ConditionalInput, EntryInput, MutationFields, MutationInput } from '../../service/rows.ts';
 import { forEachInSlices, mapInSlices } from '../../lib/slices.ts';
 import { parseTimestamp } from '../../service/timestamps.ts';
 import type { Condition, FamilySpec, ModifyRule } from '../../store/store.ts';
 import { type TextEncoding, tallTextBytes } from '../json/tall-text.ts';
 import { bodyBytes } from './bytes.ts';
-import type { BatchWriteBody, CellBody, ConditionBody, FamilyBody, MutationBody, RuleBody } from './schemas.ts';
+import type { BatchWriteBody, CellBody, CheckAndMutateBody, ConditionBody, FamilyBody, MutationBody, RuleBody } from './schemas.ts';
 
 /**
  * The v2 request bodies in domain terms (mutations of bytes), and the names of their fields for
@@ -121,6 +121,18 @@ export async function batchEntries(entries: BatchWriteBody['entries'], base64: b
             },
     };
   });
+}
+
+/** A checkAndMutate's conditions and both lists in domain terms; the tall values of either list made into bytes first. */
+export async function conditionalOf(body: CheckAndMutateBody, base64: boolean): Promise<ConditionalInput> {
+  const mutations = body.mutations ?? [];
+  const otherwise = body.otherwise ?? [];
+  const tall = await tallValues(setCells([...mutations, ...otherwise]), base64);
+  return {
+    conditions: body.conditions.map((condition) => conditionOf(condition, base64)),
+    mutations: mutations.map((mutation) => mutationOf(mutation, base64, tall)),
+    otherwise: otherwise.map((mutation) => mutationOf(mutation, base64, tall)),
+  };
 }
 
 /** A condition of a request in the store's terms. */

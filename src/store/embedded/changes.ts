@@ -31,7 +31,7 @@ export function invalidPosition(position: string): StoreError {
   return new StoreError('INVALID_ARGUMENT', `a change feed position of ${position.length} characters that this store did not make`);
 }
 
-/** Mutations decoded in one turn of the event loop; a change with more is decoded over several. */
+/** Mutations decoded in one slice; a change with more is decoded over several, yielding between them. */
 const MUTATIONS_PER_PIECE = 2048;
 
 /**

@@ -114,7 +114,7 @@ export class Encoder {
 
   /**
    * bytes(), a COPY_PIECE_BYTES piece at a time for a value of more than one piece, yielding
-   * between pieces: for an encoder that is run a piece per turn (ThreadClient.requestLarge), and
+   * between pieces: for an encoder that is run a piece per slice (ThreadClient.requestLarge), and
    * that nothing else appends to meanwhile.
    */
   *bytesInPieces(value: Uint8Array): Generator<void> {

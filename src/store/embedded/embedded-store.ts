@@ -60,7 +60,7 @@ const DEFAULT_READERS = 2;
 export const THREAD_RESOURCE_LIMITS: ResourceLimits = Object.freeze({ maxOldGenerationSizeMb: 128, maxYoungGenerationSizeMb: 12 });
 /** Rows a scan asks its thread for at once: small enough that the first rows come quickly. */
 const SCAN_CHUNK_ROWS = 256;
-/** Mutations encoded in one turn of the event loop; a request with more is encoded over several. */
+/** Mutations encoded in one slice; a request with more is encoded over several, yielding between them. */
 const MUTATIONS_PER_PIECE = 2048;
 /** How long open() waits for the threads to open their connections. */
 const OPEN_TIMEOUT_MS = 60_000;
@@ -431,7 +431,7 @@ export class EmbeddedStore implements DataStore {
   /**
    * A write request whose payload `encode` writes: in the shared message, or, when `large` (more
    * than MUTATIONS_PER_PIECE mutations or rules, or a tall value), in a message of its own, a piece
-   * per turn (ThreadClient.requestLarge), a tall value being copied into it a piece per turn too.
+   * per slice (ThreadClient.requestLarge), a tall value being copied into it a piece per slice too.
    */
   #writeEncoded<T>(ref: TableRef, kind: number, options: CallOptions, reader: AnswerReader<T>, large: boolean, encode: (encoder: Encoder) => Generator<void>): Promise<T> {
     if (this.#closed !== undefined) return Promise.reject(closedError());
@@ -598,7 +598,7 @@ type EncodableEntry = RowMutations;
 
 const NO_ANSWER: AnswerReader<void> = { done: () => undefined };
 
-/** A set whose value is copied into a request a piece per turn (Encoder.bytesInPieces). */
+/** A set whose value is copied into a request a piece per slice (Encoder.bytesInPieces). */
 function tallSet(mutation: Mutation): boolean {
   return mutation.type === 'set' && mutation.value.byteLength > COPY_PIECE_BYTES;
 }

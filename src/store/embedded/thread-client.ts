@@ -102,7 +102,7 @@ export class ThreadClient {
 
   /**
    * Sends a request whose payload is large, in a message of its own: `write` encodes it a piece
-   * per turn of the event loop (it yields between pieces), so that no turn is spent on it whole.
+   * per slice (it yields between pieces), so that no slice is spent on it whole.
    */
   requestLarge<T>(
     kind: number,

@@ -1,5 +1,5 @@
 import type { Cell, ColumnSelector, Condition, ModifyRule, Mutation, Row } from '../store.ts';
-import { sortInSlices } from './sort-in-slices.ts';
+import { sortInSlices } from '../../lib/sort-in-slices.ts';
 import type { Turns } from '../../lib/turns.ts';
 
 const COLON = 0x3a;
@@ -41,7 +41,7 @@ export async function packMutations(mutations: readonly Mutation[], turns: Turns
   };
   const value = (mutation: Mutation) => (mutation.type === 'set' ? mutation.value : NONE);
 
-  // A batch's entries share `turns`: a turn may be due before this row's first mutation.
+  // A batch's entries share `turns`: a yield may be due before this row's first mutation.
   if (turns.due()) await turns.next();
   let size = 0;
   for (const [index, mutation] of mutations.entries()) {
@@ -202,7 +202,7 @@ export async function decodeRow(
   nowMicros: bigint,
   turns: Turns,
 ): Promise<Row | null> {
-  // A reply's rows share `turns`: a turn may be due before this row's first cell.
+  // A reply's rows share `turns`: a yield may be due before this row's first cell.
   if (turns.due()) await turns.next();
   const cells: SortableCell[] = [];
   // The cells of one write share their timestamp: parse each distinct one once.

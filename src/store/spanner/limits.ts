@@ -31,7 +31,7 @@ export const SPANNER_CAPABILITIES: StoreCapabilities = Object.freeze({
  *   (4/3 of its bytes). The change feed records each write's mutations, values included, in the
  *   same commit, as JSON with base64 values (changes.ts), sent as base64 again: a write of B bytes
  *   is a request of some 4/3 B + 16/9 B = 3.1 B. 30 MiB a row and a batch (93 MiB) leave room
- *   for the keys; 40 MiB was measured to make a 130 MB request, refused.
+ *   for the keys; a larger bound was measured not to fit (figures: docs/performance.md).
  * - A BYTES value is at most 10 MiB.
  * The write itself is checked against the commit's bounds before it is sent (row-writes.ts), so
  * a write within these limits that still does not fit (10,000 columns of 16 KiB, each with

@@ -25,8 +25,8 @@ import { StoreError } from '../errors.ts';
  *   the feed's retention, off the request path.
  * - kvcrud_feed (version 2): the change stream on kvcrud_changes and on the catalog's key (a
  *   table's deletion), read by readChanges. Not on kvcrud_cells: the emulator takes time
- *   quadratic in the rows a commit writes to a tracked table (5,000 rows: 224 ms untracked, 4.3 s
- *   tracked), and a write of many cells is one kvcrud_changes row.
+ *   quadratic in the rows a commit writes to a tracked table (figures: docs/performance.md), and
+ *   a write of many cells is one kvcrud_changes row.
  */
 export const SCHEMA_VERSION = 2;
 

@@ -1,4 +1,4 @@
-import type { Turns } from '../../lib/turns.ts';
+import type { Turns } from './turns.ts';
 
 /** Items one Array.prototype.sort call orders at once: a few milliseconds of comparisons. */
 const RUN = 2048;
