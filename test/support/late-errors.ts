@@ -22,6 +22,23 @@ process.on('uncaughtExceptionMonitor', (error, origin) => {
   if (worker) appendFileSync(reports, report);
 });
 
+// After each file, Mocha's worker removes every 'unhandledRejection' listener (its
+// nodejs/worker.cjs), so one that the service installs once per process is gone for the files
+// after: the Spanner store's, which logs the rejections its client leaves unhandled after a store
+// closes ("The client has already been closed."). Between files the worker then has no listener,
+// and such a rejection ends it. A service process never loses that listener; keep it here too,
+// removing only Mocha's own (its runner's is an unnamed arrow function kept as `unhandled`).
+if (worker) {
+  const removeAll = process.removeAllListeners.bind(process);
+  process.removeAllListeners = ((event?: string | symbol) => {
+    if (event !== 'unhandledRejection') return removeAll(event);
+    const kept = process.listeners('unhandledRejection').filter((listener) => listener.name !== '' && listener.name !== 'unhandled');
+    removeAll(event);
+    for (const listener of kept) process.on('unhandledRejection', listener);
+    return process;
+  });
+}
+
 if (!worker) {
   process.on('exit', () => {
     let text: string;
